@@ -1,0 +1,74 @@
+"""Typed errors that cross package boundaries; branch on the type, never on the message."""
+
+from __future__ import annotations
+
+
+class KestrelError(Exception):
+    """Root of every error Kestrel raises on purpose."""
+
+
+class ConfigError(KestrelError):
+    """A settings file, flag or environment variable is malformed; the message names where."""
+
+
+class SessionNotFound(KestrelError):
+    """No session has the given id (or id prefix)."""
+
+
+class ProviderError(KestrelError):
+    """A model provider failed; subclasses say how, and whether a retry can help."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+
+
+class RateLimited(ProviderError):
+    """The provider asked us to slow down (HTTP 429); `retry_after` is in seconds when known."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = 429,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.retry_after = retry_after
+
+
+class Overloaded(ProviderError):
+    """The provider is overloaded (Anthropic 529, or 503)."""
+
+    retryable = True
+
+
+class ServerError(ProviderError):
+    """The provider failed on its side (5xx)."""
+
+    retryable = True
+
+
+class NetworkError(ProviderError):
+    """The provider could not be reached, or the connection broke or timed out."""
+
+    retryable = True
+
+
+class ContextTooLong(ProviderError):
+    """The request does not fit the model's context window."""
+
+
+class AuthenticationFailed(ProviderError):
+    """The API key is missing, wrong or lacks permission."""
+
+
+class BadRequest(ProviderError):
+    """The provider rejected the request as malformed."""
+

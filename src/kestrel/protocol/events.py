@@ -1,0 +1,312 @@
+"""The events of a session's log: frozen, tagged by `type`, with a versioned JSON form.
+
+The log is the single source of truth. Frontends render it, resume replays it, evaluations score
+it. Events carry no sequence number of their own: the store wraps each in a `Record` when it has
+made it durable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from kestrel.protocol.messages import AssistantTurn, JSONValue, StopReason, ToolCall, Usage
+
+SCHEMA_VERSION = 1
+
+PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
+FinishReason = Literal["done", "error", "budget", "loop", "cancelled"]
+BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """Budgets for one session; `None` means unlimited."""
+
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_wall_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Totals:
+    """What a session has spent so far."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Input (cached or not) plus output tokens."""
+        return (
+            self.input_tokens
+            + self.cache_write_tokens
+            + self.cache_read_tokens
+            + self.output_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStarted:
+    """First event of every session; carries what a resume needs to rebuild it."""
+
+    type: Literal["session_started"] = "session_started"
+    session_id: str
+    task: str
+    cwd: str
+    model: str
+    permission_mode: PermissionMode = "default"
+    limits: Limits = field(default_factory=Limits)
+    kestrel_version: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionResumed:
+    """A process picked the session up again from its log."""
+
+    type: Literal["session_resumed"] = "session_resumed"
+    from_seq: int
+    interrupted_calls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    """Text from the person: the task, or a follow-up."""
+
+    type: Literal["user_message"] = "user_message"
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequestStarted:
+    """A call to the model began."""
+
+    type: Literal["model_request_started"] = "model_request_started"
+    request_id: str
+    model: str
+    turn: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTextDelta:
+    """A piece of the model's text."""
+
+    type: Literal["model_text_delta"] = "model_text_delta"
+    request_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelToolCallDelta:
+    """A piece of a tool call the model is writing."""
+
+    type: Literal["model_tool_call_delta"] = "model_tool_call_delta"
+    request_id: str
+    index: int
+    call_id: str | None = None
+    name: str | None = None
+    arguments_delta: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRetrying:
+    """A model call failed in a way worth retrying; the next attempt waits `delay_s`."""
+
+    type: Literal["model_retrying"] = "model_retrying"
+    request_id: str
+    attempt: int
+    delay_s: float
+    error_kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCompleted:
+    """A model call finished: the whole reply and what it cost."""
+
+    type: Literal["model_completed"] = "model_completed"
+    request_id: str
+    message: AssistantTurn
+    usage: Usage
+    stop_reason: StopReason = "end_turn"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRequested:
+    """The model asked for a tool call."""
+
+    type: Literal["tool_call_requested"] = "tool_call_requested"
+    call: ToolCall
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionDecided:
+    """Whether a tool call may run, who decided, and why."""
+
+    type: Literal["permission_decided"] = "permission_decided"
+    call_id: str
+    decision: Literal["allow", "deny"]
+    decided_by: Literal["mode", "rule", "user", "headless", "hook"]
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStarted:
+    """A tool call began running."""
+
+    type: Literal["tool_started"] = "tool_started"
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutputChunk:
+    """Output a running tool produced, as it came."""
+
+    type: Literal["tool_output_chunk"] = "tool_output_chunk"
+    call_id: str
+    stream: Literal["stdout", "stderr"] = "stdout"
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolFinished:
+    """A tool call ended; `content` is exactly what the model sees."""
+
+    type: Literal["tool_finished"] = "tool_finished"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    truncated: bool = False
+    full_output_path: str | None = None
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileChanged:
+    """A tool is about to write (or has written) a file; logged before the write lands."""
+
+    type: Literal["file_changed"] = "file_changed"
+    call_id: str
+    path: str
+    before_hash: str | None
+    after_hash: str | None
+    diff: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetWarning:
+    """A budget passed its warning threshold."""
+
+    type: Literal["budget_warning"] = "budget_warning"
+    budget: BudgetKind
+    used: float
+    limit: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopDetected:
+    """The model repeats itself; the first time it is warned, then the session stops."""
+
+    type: Literal["loop_detected"] = "loop_detected"
+    pattern: Literal["repeat", "alternate"]
+    action: Literal["warn", "stop"]
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorOccurred:
+    """Something failed; `recoverable` says whether the session goes on."""
+
+    type: Literal["error"] = "error"
+    error_kind: str
+    message: str
+    recoverable: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionFinished:
+    """The session stopped: why, and what it spent."""
+
+    type: Literal["session_finished"] = "session_finished"
+    reason: FinishReason
+    detail: str = ""
+    final_text: str = ""
+    totals: Totals = field(default_factory=Totals)
+
+
+Event = Annotated[
+    SessionStarted
+    | SessionResumed
+    | UserMessage
+    | ModelRequestStarted
+    | ModelTextDelta
+    | ModelToolCallDelta
+    | ModelRetrying
+    | ModelCompleted
+    | ToolCallRequested
+    | PermissionDecided
+    | ToolStarted
+    | ToolOutputChunk
+    | ToolFinished
+    | FileChanged
+    | BudgetWarning
+    | LoopDetected
+    | ErrorOccurred
+    | SessionFinished,
+    Field(discriminator="type"),
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """An event made durable: its session, its place in the log, and when it was written."""
+
+    session_id: str
+    seq: int
+    at: float
+    event: Event
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BudgetKind",
+    "BudgetWarning",
+    "ErrorOccurred",
+    "Event",
+    "FileChanged",
+    "FinishReason",
+    "JSONValue",
+    "Limits",
+    "LoopDetected",
+    "ModelCompleted",
+    "ModelRequestStarted",
+    "ModelRetrying",
+    "ModelTextDelta",
+    "ModelToolCallDelta",
+    "PermissionDecided",
+    "PermissionMode",
+    "Record",
+    "SessionFinished",
+    "SessionResumed",
+    "SessionStarted",
+    "ToolCallRequested",
+    "ToolFinished",
+    "ToolOutputChunk",
+    "ToolStarted",
+    "Totals",
+    "UserMessage",
+]

@@ -1,0 +1,59 @@
+"""The interface of the append-only event log."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kestrel.protocol.events import Event, Record
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    """One line of `kestrel sessions list`."""
+
+    session_id: str
+    created_at: float
+    updated_at: float
+    task: str
+    cwd: str
+    model: str
+    events: int
+    status: str
+    """`running` until a `session_finished` event, then its reason (`done`, `budget`, ...)."""
+
+
+class EventStore(Protocol):
+    """Append-only, per-session event log with monotonically increasing sequence numbers.
+
+    `append` returns only once the event is durable: a process killed right after it returns loses
+    nothing. Subscribers see every event in order, from any sequence number.
+    """
+
+    def append(self, session_id: str, event: Event) -> Record:
+        """Make `event` durable as the next record of `session_id` and return that record."""
+        ...
+
+    def read(self, session_id: str, after_seq: int = 0) -> Sequence[Record]:
+        """Every record of the session with `seq > after_seq`, in order."""
+        ...
+
+    def subscribe(self, session_id: str, after_seq: int = 0) -> AsyncIterator[Record]:
+        """Records with `seq > after_seq`, then each new one as it is appended; never ends."""
+        ...
+
+    def sessions(self) -> Sequence[SessionSummary]:
+        """Every session, newest first."""
+        ...
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The full id of the one session whose id starts with the argument.
+
+        Raises `kestrel.protocol.errors.SessionNotFound` for none, or for more than one.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources."""
+        ...

@@ -1,0 +1,73 @@
+"""What a tool is, what it gets to work with, and what it gives back."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal, Protocol
+
+from pydantic import BaseModel
+
+from kestrel.sandbox.base import Executor, OutputSink
+
+ToolKind = Literal["read", "edit", "execute"]
+"""Reads change nothing; edits write files in the workspace; executes run commands."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedWrite:
+    """A file write a tool is about to make, announced before it lands.
+
+    `after_hash` of `None` means the file is deleted; `before_hash` of `None` means it is new.
+    """
+
+    path: str
+    before_hash: str | None
+    after_hash: str | None
+    diff: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """Everything a tool may touch, passed in by the loop."""
+
+    root: Path
+    """The workspace: relative paths resolve here, and no tool reads or writes outside it."""
+    executor: Executor
+    artifacts_dir: Path
+    """Where full outputs too large for the model's context are kept for paging."""
+    on_output: OutputSink
+    """Streams output of long-running tools to the session's events."""
+    before_write: Callable[[PlannedWrite], Awaitable[None]]
+    """Awaited before each file write lands, so the intent is durable before the effect."""
+    bash_timeout_s: float = 120.0
+    max_output_chars: int = 30_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutcome:
+    """A tool's result; `content` is exactly what the model sees."""
+
+    content: str
+    is_error: bool = False
+    exit_code: int | None = None
+    truncated: bool = False
+    full_output_path: str | None = None
+
+
+class ToolFailed(Exception):
+    """A tool call failed in a way the model can recover from; the message is shown to it."""
+
+
+class Tool(Protocol):
+    """One tool the model can call. Its name and arguments are a public contract."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    kind: ClassVar[ToolKind]
+    Args: ClassVar[type[BaseModel]]
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutcome:
+        """Run with validated arguments; raise `ToolFailed` for errors the model should see."""
+        ...
