@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Protocol
 
 from pydantic import BaseModel
 
+from kestrel.protocol.events import ToolKind
 from kestrel.sandbox.base import Executor, OutputSink
 
-ToolKind = Literal["read", "edit", "execute"]
-"""Reads change nothing; edits write files in the workspace; executes run commands."""
+__all__ = ["PlannedWrite", "Tool", "ToolContext", "ToolFailed", "ToolKind", "ToolOutcome"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,1 @@
+"""Kestrel: an autonomous coding agent."""

@@ -1,0 +1,6 @@
+"""Where commands run: the `Executor` interface and its implementations."""
+
+from kestrel.sandbox.base import ExecResult, Executor, OutputSink
+from kestrel.sandbox.local import DEFAULT_ENV_ALLOWLIST, LocalExecutor
+
+__all__ = ["DEFAULT_ENV_ALLOWLIST", "ExecResult", "Executor", "LocalExecutor", "OutputSink"]
