@@ -25,7 +25,7 @@ from kestrel.protocol.messages import (
     UserTurn,
 )
 
-__all__ = [  # noqa: PLE0604
+__all__ = [
     *_events_all,
     "AssistantTurn",
     "Completion",

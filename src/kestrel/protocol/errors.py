@@ -71,4 +71,3 @@ class AuthenticationFailed(ProviderError):
 
 class BadRequest(ProviderError):
     """The provider rejected the request as malformed."""
-

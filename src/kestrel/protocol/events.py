@@ -19,6 +19,8 @@ SCHEMA_VERSION = 1
 PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
 FinishReason = Literal["done", "error", "budget", "loop", "cancelled"]
 BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
+ToolKind = Literal["read", "edit", "execute"]
+"""Reads change nothing; edits write files in the workspace; executes run commands."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -305,6 +307,7 @@ __all__ = [
     "SessionStarted",
     "ToolCallRequested",
     "ToolFinished",
+    "ToolKind",
     "ToolOutputChunk",
     "ToolStarted",
     "Totals",

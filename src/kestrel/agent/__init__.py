@@ -1,0 +1,1 @@
+"""The agent loop and its collaborators: state, budgets, loop detection, prompt, resume."""

@@ -1,0 +1,203 @@
+"""The agent loop: ask the model, run the tools it calls, repeat until it stops calling them.
+
+Every step is an event appended to the session's log before anything depends on it; the loop's
+picture of the session is the fold of that log (`state.replay`), so a resumed session continues
+exactly where the log says it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from kestrel.agent import budgets
+from kestrel.agent.loops import LoopDetector, signature
+from kestrel.agent.ports import Approver, ModelStreamer, ToolEnvironment
+from kestrel.agent.state import SessionState, apply, replay, wall_seconds
+from kestrel.agent.tool_runner import ToolRunner
+from kestrel.protocol.errors import ProviderError
+from kestrel.protocol.events import (
+    ErrorOccurred,
+    Event,
+    FinishReason,
+    Limits,
+    LoopDetected,
+    ModelCompleted,
+    ModelRequestStarted,
+    ModelRetrying,
+    ModelTextDelta,
+    ModelToolCallDelta,
+    PermissionMode,
+    Record,
+    SessionFinished,
+    Totals,
+    UserMessage,
+)
+from kestrel.protocol.messages import Completion, ModelRequest, TextDelta, ToolCall, ToolCallDelta
+from kestrel.store.base import EventStore
+from kestrel.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopConfig:
+    """What the loop needs besides its collaborators."""
+
+    system_prompt: str
+    max_output_tokens: int = 8192
+    warn_after: int = 3
+    stop_after: int = 5
+    permission_mode: PermissionMode | None = None
+    """Overrides the mode the session started with (a resume may change it)."""
+    limits: Limits | None = None
+    """Overrides the budgets the session started with (a resume may raise them)."""
+
+
+@dataclass(slots=True)
+class AgentLoop:
+    """Runs one session from wherever its log stands until it finishes."""
+
+    store: EventStore
+    session_id: str
+    streamer: ModelStreamer
+    tools: ToolRegistry
+    environment: ToolEnvironment
+    approver: Approver
+    config: LoopConfig
+    clock: Callable[[], float] = time.time
+    state: SessionState = field(init=False)
+    detector: LoopDetector = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.state = replay(self.store.read(self.session_id))
+        self.detector = LoopDetector(self.config.warn_after, self.config.stop_after)
+        for call_id, result in self.state.results.items():
+            if call_id in self.state.calls:
+                self.detector.observe(signature(self.state.calls[call_id], result.content))
+
+    def emit(self, event: Event) -> Record:
+        """Append `event` durably, then fold it into the loop's state."""
+        record = self.store.append(self.session_id, event)
+        apply(self.state, record)
+        return record
+
+    async def send(self, text: str) -> SessionFinished:
+        """Add a message from the person and run until the session finishes again."""
+        self.emit(UserMessage(text=text))
+        return await self.run()
+
+    async def run(self) -> SessionFinished:
+        """Step until the model stops calling tools, a limit is hit, or the run is cancelled."""
+        mode = self.config.permission_mode or self.state.permission_mode
+        runner = ToolRunner(
+            self.emit, self.state, self.tools, self.environment, self.approver, mode
+        )
+        try:
+            while self.state.finished is None:
+                if self.state.pending:
+                    finished = await runner.run_calls(list(self.state.pending))
+                    if (stop := self._after_tools(finished)) is not None:
+                        return self._finish(*stop)
+                    continue
+                if (spent := budgets.exceeded(self._limits, self._live_totals())) is not None:
+                    return self._finish("budget", spent.detail)
+                completion = await self._model_step()
+                self._warn_budgets()
+                if not completion.message.tool_calls:
+                    return self._finish("done", "", completion.message.text)
+        except asyncio.CancelledError:
+            runner.interrupt_unfinished("cancelled by the user")
+            self._finish("cancelled", "cancelled by the user")
+            raise
+        except ProviderError as exc:
+            self.emit(ErrorOccurred(error_kind=type(exc).__name__, message=str(exc)))
+            return self._finish("error", f"{type(exc).__name__}: {exc}")
+        assert self.state.finished is not None
+        return self.state.finished
+
+    async def _model_step(self) -> ModelCompleted:
+        request_id = uuid.uuid4().hex[:12]
+        self.emit(
+            ModelRequestStarted(
+                request_id=request_id, model=self.state.model, turn=self.state.totals.turns + 1
+            )
+        )
+        request = ModelRequest(
+            system=self.config.system_prompt,
+            messages=tuple(self.state.messages),
+            tools=self.tools.specs(),
+            max_output_tokens=self.config.max_output_tokens,
+        )
+
+        def on_retry(attempt: int, delay_s: float, error: ProviderError) -> None:
+            kind = type(error).__name__
+            self.emit(
+                ModelRetrying(
+                    request_id=request_id,
+                    attempt=attempt,
+                    delay_s=delay_s,
+                    error_kind=kind,
+                    message=str(error),
+                )
+            )
+
+        async for part in self.streamer(request, on_retry):
+            if isinstance(part, TextDelta):
+                self.emit(ModelTextDelta(request_id=request_id, text=part.text))
+            elif isinstance(part, ToolCallDelta):
+                self.emit(
+                    ModelToolCallDelta(
+                        request_id=request_id,
+                        index=part.index,
+                        call_id=part.call_id,
+                        name=part.name,
+                        arguments_delta=part.arguments_delta,
+                    )
+                )
+            elif isinstance(part, Completion):
+                completed = ModelCompleted(
+                    request_id=request_id,
+                    message=part.message,
+                    usage=part.usage,
+                    stop_reason=part.stop_reason,
+                )
+                self.emit(completed)
+                return completed
+        raise ProviderError("the model's reply ended without completing")
+
+    def _after_tools(self, finished: list[tuple[ToolCall, str]]) -> tuple[FinishReason, str] | None:
+        """Loop detection over the calls just finished, then budget warnings."""
+        stop: tuple[FinishReason, str] | None = None
+        for call, content in finished:
+            verdict = self.detector.observe(signature(call, content))
+            if verdict is not None and stop is None:
+                self.emit(
+                    LoopDetected(
+                        pattern=verdict.pattern, action=verdict.action, detail=verdict.detail
+                    )
+                )
+                if verdict.action == "stop":
+                    stop = ("loop", verdict.detail)
+        self._warn_budgets()
+        return stop
+
+    def _warn_budgets(self) -> None:
+        totals = self._live_totals()
+        for warning in budgets.warnings(self._limits, totals, self.state.warned_budgets):
+            self.emit(warning)
+
+    @property
+    def _limits(self) -> Limits:
+        return self.config.limits or self.state.limits
+
+    def _live_totals(self) -> Totals:
+        return replace(self.state.totals, wall_s=wall_seconds(self.state, self.clock()))
+
+    def _finish(self, reason: FinishReason, detail: str, final_text: str = "") -> SessionFinished:
+        finished = SessionFinished(
+            reason=reason, detail=detail, final_text=final_text, totals=self._live_totals()
+        )
+        self.emit(finished)
+        return finished

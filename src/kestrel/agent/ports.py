@@ -1,0 +1,60 @@
+"""What the loop asks of the world, as interfaces: a model stream, a person to ask, a workspace."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from kestrel.protocol.errors import ProviderError
+from kestrel.protocol.events import ToolKind
+from kestrel.protocol.messages import ModelRequest, StreamPart, ToolCall
+from kestrel.sandbox.base import Executor
+
+OnRetry = Callable[[int, float, ProviderError], None]
+"""Told of each retry: attempt number, delay before it in seconds, and the error."""
+
+ModelStreamer = Callable[[ModelRequest, OnRetry], AsyncIterator[StreamPart]]
+"""Streams one model reply, retrying transient failures and reporting each retry."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approval:
+    """The person's answer to a permission question."""
+
+    allow: bool
+    decided_by: Literal["user", "headless"]
+    reason: str = ""
+
+
+class Approver(Protocol):
+    """Asks the person whether a tool call may run."""
+
+    async def ask(self, call: ToolCall, kind: ToolKind, reason: str) -> Approval:
+        """Return the person's answer; a frontend with nobody to ask denies."""
+        ...
+
+
+class DenyingApprover:
+    """For headless runs: a question nobody can answer is a denial the model is told about."""
+
+    async def ask(self, call: ToolCall, kind: ToolKind, reason: str) -> Approval:
+        """Deny, saying that no one was there to ask."""
+        return Approval(
+            allow=False,
+            decided_by="headless",
+            reason=f"{reason}; running headless, so nobody could approve it "
+            "(allow it with --permission-mode, or run interactively)",
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolEnvironment:
+    """Where tools run: the workspace, the command executor and the output limits."""
+
+    root: Path
+    executor: Executor
+    artifacts_dir: Path
+    bash_timeout_s: float = 120.0
+    max_output_chars: int = 30_000

@@ -1,0 +1,130 @@
+"""Starting a session, and reconciling an interrupted one with the files before it resumes."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from kestrel.agent.state import SessionState
+from kestrel.protocol.events import (
+    Event,
+    Limits,
+    PermissionMode,
+    Record,
+    SessionResumed,
+    SessionStarted,
+    ToolFinished,
+    ToolKind,
+    UserMessage,
+)
+from kestrel.protocol.messages import ToolCall
+from kestrel.store.base import EventStore
+
+
+def new_session_id() -> str:
+    """A fresh session id; any unique prefix of it works on the command line."""
+    return uuid.uuid4().hex[:20]
+
+
+def start_session(
+    store: EventStore,
+    *,
+    task: str,
+    cwd: Path,
+    model: str,
+    permission_mode: PermissionMode,
+    limits: Limits,
+    version: str,
+) -> str:
+    """Log the session's first events (its id first of all, then the task) and return its id."""
+    session_id = new_session_id()
+    store.append(
+        session_id,
+        SessionStarted(
+            session_id=session_id,
+            task=task,
+            cwd=str(cwd),
+            model=model,
+            permission_mode=permission_mode,
+            limits=limits,
+            kestrel_version=version,
+        ),
+    )
+    store.append(session_id, UserMessage(text=task))
+    return session_id
+
+
+def reconcile(
+    state: SessionState,
+    emit: Callable[[Event], Record],
+    kind_of: Callable[[str], ToolKind | None],
+) -> SessionResumed:
+    """Mark the session resumed and settle each tool call that started but has no result.
+
+    Reads are left pending, to be run again. An edit whose announced writes all landed is
+    reported done; one whose writes all did not land is run again; one caught halfway, and any
+    command, is reported to the model as interrupted, because its effects cannot be known.
+    """
+    unfinished = state.unfinished
+    settled = {c.id: _settle(state, c, kind_of(c.name)) for c in unfinished}
+    interrupted = tuple(cid for cid, result in settled.items() if result is not None)
+    resumed = SessionResumed(from_seq=state.last_seq, interrupted_calls=interrupted)
+    emit(resumed)
+    for result in settled.values():
+        if result is not None:
+            emit(result)
+    return resumed
+
+
+def _settle(state: SessionState, call: ToolCall, kind: ToolKind | None) -> ToolFinished | None:
+    """The result to record for an unfinished call, or None to run it again."""
+    decided = state.decisions.get(call.id)
+    if kind == "read" or kind is None or decided is None or decided.decision == "deny":
+        return None  # Nothing ran: reads are safe to repeat, the rest never started.
+    if call.id not in state.started:
+        return None
+    if kind == "edit":
+        writes = state.writes.get(call.id, [])
+        root = Path(state.cwd)
+        current = [file_hash(_resolve(root, w.path)) for w in writes]
+        if all(h == w.before_hash for h, w in zip(current, writes, strict=True)):
+            return None
+        if all(h == w.after_hash for h, w in zip(current, writes, strict=True)):
+            paths = ", ".join(w.path for w in writes)
+            return _result(
+                call,
+                f"Done: the change to {paths} was written before the session was interrupted.",
+                error=False,
+            )
+        return _result(
+            call,
+            "[kestrel] Interrupted while writing files; some writes may not "
+            "have landed. Read the files before editing them again.",
+        )
+    return _result(
+        call,
+        "[kestrel] Interrupted: the session stopped while this command was "
+        "running, so its effects are unknown. Check the state, and run it "
+        "again if it is still needed.",
+    )
+
+
+def _result(call: ToolCall, content: str, *, error: bool = True) -> ToolFinished:
+    return ToolFinished(
+        call_id=call.id, name=call.name, content=content, is_error=error, interrupted=error
+    )
+
+
+def _resolve(root: Path, path: str) -> Path:
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() else root / candidate
+
+
+def file_hash(path: Path) -> str | None:
+    """SHA-256 of the file's bytes, or None when it does not exist."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None

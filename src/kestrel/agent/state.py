@@ -1,0 +1,182 @@
+"""Rebuild a session's state from its log: the conversation, the totals, what is unfinished.
+
+This fold is the only way the loop knows where a session stands, whether it has just started or
+is resumed after a crash, so a live run and a resumed one cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from kestrel.protocol.events import (
+    BudgetWarning,
+    FileChanged,
+    Limits,
+    LoopDetected,
+    ModelCompleted,
+    PermissionDecided,
+    PermissionMode,
+    Record,
+    SessionFinished,
+    SessionResumed,
+    SessionStarted,
+    ToolCallRequested,
+    ToolFinished,
+    ToolStarted,
+    Totals,
+    UserMessage,
+)
+from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, UserTurn
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Where a session stands after its log so far (built by `replay`, never by hand)."""
+
+    session_id: str = ""
+    task: str = ""
+    cwd: str = ""
+    model: str = ""
+    permission_mode: PermissionMode = "default"
+    limits: Limits = field(default_factory=Limits)
+    messages: list[Message] = field(default_factory=list)
+    totals: Totals = field(default_factory=Totals)
+    last_seq: int = 0
+    finished: SessionFinished | None = None
+    pending: list[ToolCall] = field(default_factory=list)
+    """The last assistant turn's calls, in the model's order, until every one has a result."""
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    """Every tool call requested so far, by id."""
+    started: set[str] = field(default_factory=set)
+    results: dict[str, ToolFinished] = field(default_factory=dict)
+    decisions: dict[str, PermissionDecided] = field(default_factory=dict)
+    writes: dict[str, list[FileChanged]] = field(default_factory=dict)
+    """Announced file writes per call id, for reconciling interrupted calls on resume."""
+    warned_budgets: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    """Kestrel's notes to the model (loop and budget warnings) waiting for a tool result."""
+    segment_start: float | None = None
+    wall_before_segment: float = 0.0
+    last_at: float = 0.0
+
+    @property
+    def unfinished(self) -> list[ToolCall]:
+        """Calls of the last assistant turn that have no result yet."""
+        return [c for c in self.pending if c.id not in self.results]
+
+
+def replay(records: Iterable[Record]) -> SessionState:
+    """Fold records, in order, into a `SessionState`."""
+    state = SessionState()
+    for record in records:
+        apply(state, record)
+    return state
+
+
+def apply(state: SessionState, record: Record) -> None:
+    """Fold one more record into `state`."""
+    event = record.event
+    state.last_seq = record.seq
+    _track_wall_time(state, record)
+    match event:
+        case SessionStarted():
+            state.session_id = event.session_id
+            state.task, state.cwd, state.model = event.task, event.cwd, event.model
+            state.permission_mode, state.limits = event.permission_mode, event.limits
+        case UserMessage():
+            _flush_pending(state, force=True)
+            state.messages.append(UserTurn(text=event.text))
+            state.finished = None
+        case ModelCompleted():
+            _flush_pending(state, force=True)
+            state.messages.append(event.message)
+            state.pending = list(event.message.tool_calls)
+            state.totals = _add_usage(state.totals, event)
+        case ToolCallRequested():
+            state.calls[event.call.id] = event.call
+            state.totals = replace(state.totals, tool_calls=state.totals.tool_calls + 1)
+        case ToolStarted():
+            state.started.add(event.call_id)
+        case PermissionDecided():
+            state.decisions[event.call_id] = event
+        case FileChanged():
+            state.writes.setdefault(event.call_id, []).append(event)
+        case ToolFinished():
+            state.results[event.call_id] = event
+            _flush_pending(state)
+        case LoopDetected(action="warn"):
+            _attach_note(state, f"[kestrel] Loop warning: {event.detail}")
+        case BudgetWarning():
+            state.warned_budgets.add(event.budget)
+            _attach_note(
+                state,
+                f"[kestrel] Budget warning: {event.budget} at {event.used:g} of {event.limit:g}.",
+            )
+        case SessionResumed():
+            state.finished = None
+        case SessionFinished():
+            state.finished = event
+    state.totals = replace(state.totals, wall_s=wall_seconds(state, record.at))
+
+
+def wall_seconds(state: SessionState, now: float) -> float:
+    """Active time: the sum of each run's span, so time between a crash and resume is free."""
+    if state.segment_start is None:
+        return state.wall_before_segment
+    return state.wall_before_segment + max(0.0, now - state.segment_start)
+
+
+def _track_wall_time(state: SessionState, record: Record) -> None:
+    if isinstance(record.event, SessionStarted | SessionResumed):
+        if state.segment_start is not None:
+            state.wall_before_segment += max(0.0, state.last_at - state.segment_start)
+        state.segment_start = record.at
+    state.last_at = record.at
+
+
+def _flush_pending(state: SessionState, *, force: bool = False) -> None:
+    """Append results of the last assistant turn, in call order, with any notes attached.
+
+    With `force`, a call that never got a result (the log moved on without one) is answered as
+    interrupted, so the conversation a provider sees is always well formed.
+    """
+    if not state.pending or not (force or all(c.id in state.results for c in state.pending)):
+        return
+    for c in state.pending:
+        result = state.results.get(c.id)
+        content = result.content if result else "[kestrel] Interrupted: this call has no result."
+        state.messages.append(
+            ToolResultTurn(
+                call_id=c.id,
+                name=c.name,
+                content=content,
+                is_error=result is None or result.is_error,
+            )
+        )
+    state.pending = []
+    notes, state.notes = state.notes, []
+    for note in notes:
+        _attach_note(state, note)
+
+
+def _attach_note(state: SessionState, note: str) -> None:
+    """Append Kestrel's note to the latest tool result, where the model reads it next."""
+    last = state.messages[-1] if state.messages else None
+    if isinstance(last, ToolResultTurn) and not state.pending:
+        state.messages[-1] = replace(last, content=f"{last.content}\n\n{note}")
+    elif note not in state.notes:
+        state.notes.append(note)
+
+
+def _add_usage(totals: Totals, event: ModelCompleted) -> Totals:
+    usage = event.usage
+    return replace(
+        totals,
+        turns=totals.turns + 1,
+        input_tokens=totals.input_tokens + usage.input_tokens,
+        output_tokens=totals.output_tokens + usage.output_tokens,
+        cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,
+        cache_read_tokens=totals.cache_read_tokens + usage.cache_read_tokens,
+        cost_usd=totals.cost_usd + usage.cost_usd,
+    )
