@@ -1,0 +1,274 @@
+"""A loopback HTTP server that replays scripted provider replies and records what it received."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted HTTP response; `chunks` stream with chunked encoding when `stream` is set."""
+
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    chunks: tuple[bytes, ...] = ()
+    stream: bool = False
+    drop: bool = False
+    """Close the connection after the chunks, without ending the body: a broken stream."""
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server saw, with lower-cased header names and the parsed JSON body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class WireServer:
+    """Serves `Reply` objects in order on 127.0.0.1 and a free port, from a background thread."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        # A short poll interval keeps shutdown, and so each test's teardown, quick.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        """The server's base URL."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def push(self, *replies: Reply) -> None:
+        """Queue replies for the next requests, in order."""
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> None:
+        """Start serving."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and free the port."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self, received: Received) -> Reply:
+        with self._lock:
+            self.received.append(received)
+            if self.replies:
+                return self.replies.popleft()
+        return json_reply(599, {"error": "no reply scripted"})
+
+
+def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            body = json.loads(raw) if raw else None
+            reply = server._next(Received("POST", self.path, headers, body))
+            self.send_response(reply.status)
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            if reply.stream:
+                self._send_chunked(reply)
+            else:
+                payload = b"".join(reply.chunks)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        def _send_chunked(self, reply: Reply) -> None:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in reply.chunks:
+                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.flush()
+            if reply.drop:
+                self.close_connection = True
+                return
+            self.wfile.write(b"0\r\n\r\n")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Reply:
+    """A plain JSON response, such as an error."""
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    return Reply(status=status, headers=all_headers, chunks=(json.dumps(body).encode(),))
+
+
+def _sse(frames: list[bytes], drop: bool) -> Reply:
+    headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    return Reply(headers=headers, chunks=tuple(frames), stream=True, drop=drop)
+
+
+def anthropic_sse(events: list[dict[str, Any]], *, drop: bool = False) -> Reply:
+    """Anthropic's wire form: `event: <type>` then `data: <json>` for every event."""
+    frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+    return _sse(frames, drop)
+
+
+def openai_sse(chunks: list[dict[str, Any]], *, done: bool = True) -> Reply:
+    """OpenAI's wire form: `data: <chunk json>` lines, then `data: [DONE]`."""
+    frames = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+    if done:
+        frames.append(b"data: [DONE]\n\n")
+    return _sse(frames, drop=False)
+
+
+# Anthropic event builders, shaped like the Messages API's streaming reference.
+
+
+def claude_start(
+    model: str, *, input_tokens: int = 10, cache_write: int = 0, cache_read: int = 0
+) -> dict[str, Any]:
+    """A `message_start` event with the input side of usage."""
+    usage = {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": 1,
+    }
+    message = {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    return {"type": "message_start", "message": message}
+
+
+def claude_text(index: int, *parts: str) -> list[dict[str, Any]]:
+    """A text content block streamed in `parts`."""
+    start = {"type": "content_block_start", "index": index}
+    start["content_block"] = {"type": "text", "text": ""}
+    deltas = [
+        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}}
+        for p in parts
+    ]
+    return [start, *deltas, {"type": "content_block_stop", "index": index}]
+
+
+def claude_tool(index: int, call_id: str, name: str, *json_parts: str) -> list[dict[str, Any]]:
+    """A tool_use content block whose input streams as `input_json_delta` pieces."""
+    start = {"type": "content_block_start", "index": index}
+    start["content_block"] = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+    deltas = [
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "input_json_delta", "partial_json": part},
+        }
+        for part in json_parts
+    ]
+    return [start, *deltas, {"type": "content_block_stop", "index": index}]
+
+
+def claude_end(stop_reason: str = "end_turn", output_tokens: int = 5) -> list[dict[str, Any]]:
+    """`message_delta` with the stop reason and output usage, then `message_stop`."""
+    delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": {"output_tokens": output_tokens},
+    }
+    return [delta, {"type": "message_stop"}]
+
+
+def claude_error(kind: str, message: str) -> dict[str, Any]:
+    """The error body Anthropic sends, as an HTTP body or as an `event: error` in a stream."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# OpenAI chunk builders, shaped like `chat.completion.chunk` objects.
+
+
+def gpt_chunk(
+    delta: dict[str, Any], finish_reason: str | None = None, model: str = "gpt-4o"
+) -> dict[str, Any]:
+    """One `chat.completion.chunk` with a single choice."""
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    return {
+        "id": "chatcmpl-AbC123",
+        "object": "chat.completion.chunk",
+        "created": 1_718_000_000,
+        "model": model,
+        "system_fingerprint": "fp_test",
+        "choices": [choice],
+        "usage": None,
+    }
+
+
+def gpt_usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
+    """The final chunk `include_usage` asks for: empty choices, usage filled in."""
+    chunk = gpt_chunk({})
+    chunk["choices"] = []
+    chunk["usage"] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+    return chunk
+
+
+def gpt_tool_delta(
+    index: int, arguments: str, call_id: str | None = None, name: str | None = None
+) -> dict[str, Any]:
+    """A delta carrying one piece of one tool call; id and name come on the first piece only."""
+    call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if call_id is not None:
+        call["id"] = call_id
+        call["type"] = "function"
+        call["function"]["name"] = name
+    return {"tool_calls": [call]}
+
+
+class SleepRecorder:
+    """Stands in for `asyncio.sleep`: records each delay and returns at once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+async def collect(stream: AsyncIterator[Any]) -> list[Any]:
+    """Every part of a stream, in order."""
+    return [part async for part in stream]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on, for connection-refused tests."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
