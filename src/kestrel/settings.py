@@ -1,0 +1,356 @@
+"""Kestrel's one typed settings object, and where it comes from.
+
+Precedence, lowest first: built-in defaults < user file (`$XDG_CONFIG_HOME/kestrel/settings.toml`,
+else `~/.config/kestrel/settings.toml`) < project file (`.kestrel/settings.toml`, found by walking
+up from the working directory to the repository root) < `.kestrel/settings.local.toml` beside it <
+`KESTREL_*` environment variables < command-line flags. Tables merge key by key. API keys are not
+settings: providers read `ANTHROPIC_API_KEY` and `OPENAI_API_KEY` from the environment.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.events import Limits, PermissionMode
+
+ProviderName = Literal["anthropic", "openai", "scripted"]
+"""The providers a `model` setting may name."""
+PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai", "scripted")
+"""Every `ProviderName`, in the order messages list them."""
+DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
+"""The model used when no layer sets one."""
+ENV_PREFIX = "KESTREL_"
+"""The prefix of every environment variable that sets a setting."""
+API_KEY_ENV: Mapping[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+"""The environment variable each provider reads its API key from; keys never go in files."""
+
+
+_PARTIAL = "partial"
+"""Validation context for one layer on its way to the merged settings."""
+
+
+def _none_word(value: object) -> object:
+    """Let "none" (or "unlimited") stand for no value, since TOML and env vars have no null."""
+    if isinstance(value, str) and value.strip().lower() in ("none", "unlimited"):
+        return None
+    return value
+
+
+_NoneWord = BeforeValidator(_none_word)
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LimitSettings(_Table):
+    """Budgets for one session; `None` means unlimited."""
+
+    max_turns: Annotated[PositiveInt | None, _NoneWord] = 100
+    max_tokens: Annotated[PositiveInt | None, _NoneWord] = None
+    max_cost_usd: Annotated[PositiveFloat | None, _NoneWord] = None
+    max_wall_s: Annotated[PositiveFloat | None, _NoneWord] = None
+
+    def as_limits(self) -> Limits:
+        """The same budgets as the protocol's `Limits`, as recorded in `session_started`."""
+        return Limits(
+            max_turns=self.max_turns,
+            max_tokens=self.max_tokens,
+            max_cost_usd=self.max_cost_usd,
+            max_wall_s=self.max_wall_s,
+        )
+
+
+class ToolSettings(_Table):
+    """How tools run and how much of their output the model sees."""
+
+    bash_timeout_s: PositiveFloat = 120.0
+    max_output_chars: PositiveInt = 30_000
+
+
+class LoopDetectionSettings(_Table):
+    """After how many repeats the model is warned, and after how many the session stops."""
+
+    warn_after: PositiveInt = 3
+    stop_after: PositiveInt = 5
+
+    @model_validator(mode="after")
+    def _stop_not_before_warn(self, info: ValidationInfo) -> LoopDetectionSettings:
+        # A lower layer may be fixed by a higher one, so only the merged settings must agree.
+        if info.context != _PARTIAL and self.stop_after < self.warn_after:
+            raise ValueError(
+                f"stop_after ({self.stop_after}) must be at least warn_after ({self.warn_after})"
+            )
+        return self
+
+
+class Settings(_Table):
+    """Everything configurable about a Kestrel run; see docs/configuration.md."""
+
+    model: str = DEFAULT_MODEL
+    base_url: Annotated[str | None, _NoneWord] = None
+    permission_mode: PermissionMode = "default"
+    limits: LimitSettings = LimitSettings()
+    tools: ToolSettings = ToolSettings()
+    loop_detection: LoopDetectionSettings = LoopDetectionSettings()
+    data_dir: Annotated[Path | None, _NoneWord] = None
+    max_output_tokens: PositiveInt = 8192
+
+    _sources: tuple[Path, ...] = PrivateAttr(default=())
+
+    @field_validator("model")
+    @classmethod
+    def _check_model(cls, value: str) -> str:
+        provider, sep, model_id = value.partition(":")
+        if not sep or provider not in PROVIDERS or not model_id.strip():
+            raise ValueError(
+                'expected "provider:model-id" with provider one of ' + ", ".join(PROVIDERS)
+            )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// URL")
+        return value
+
+    @property
+    def provider(self) -> ProviderName:
+        """The provider part of `model`."""
+        # `_check_model` admitted only known providers.
+        return cast(ProviderName, self.model.partition(":")[0])
+
+    @property
+    def model_id(self) -> str:
+        """The model part of `model`, as the provider names it."""
+        return self.model.partition(":")[2]
+
+    @property
+    def sources(self) -> tuple[Path, ...]:
+        """The settings files `load_settings` read, lowest precedence first."""
+        return self._sources
+
+
+_FLAT: Mapping[str, tuple[str, ...]] = {
+    "model": ("model",),
+    "base_url": ("base_url",),
+    "permission_mode": ("permission_mode",),
+    "data_dir": ("data_dir",),
+    "max_output_tokens": ("max_output_tokens",),
+    "max_turns": ("limits", "max_turns"),
+    "max_tokens": ("limits", "max_tokens"),
+    "max_cost_usd": ("limits", "max_cost_usd"),
+    "max_wall_s": ("limits", "max_wall_s"),
+    "bash_timeout_s": ("tools", "bash_timeout_s"),
+    "max_output_chars": ("tools", "max_output_chars"),
+    "loop_warn_after": ("loop_detection", "warn_after"),
+    "loop_stop_after": ("loop_detection", "stop_after"),
+}
+"""Flat names, as flags and `KESTREL_<NAME>` environment variables use them, to settings paths."""
+
+ENV_VARS: Mapping[str, tuple[str, ...]] = {
+    ENV_PREFIX + name.upper(): path for name, path in _FLAT.items()
+}
+"""Every environment variable `load_settings` reads, and the setting it sets."""
+
+FLAG_NAMES: tuple[str, ...] = tuple(_FLAT)
+"""The keys `load_settings` accepts in `flags`."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    origin: str
+    data: dict[str, Any]
+    names: Mapping[tuple[str, ...], str]
+    """What to call a setting's path in messages, where it is not `origin: dotted.path`."""
+    file: Path | None = None
+
+
+def load_settings(
+    cwd: Path, *, env: Mapping[str, str], flags: Mapping[str, Any], home: Path
+) -> Settings:
+    """Read every settings layer for a run in `cwd` and merge them; raises `ConfigError`.
+
+    The result's `model_fields_set` names the top-level settings some layer set, so a caller can
+    tell a chosen value from a default (a resume keeps the session's model unless one was chosen).
+    """
+    cwd = cwd.resolve()
+    files = [user_settings_path(env=env, home=home), *_project_files(cwd)]
+    layers = [_file_layer(path, home) for path in files if path.is_file()]
+    layers.append(_env_layer(env, cwd, home))
+    layers.append(_flag_layer(flags, cwd, home))
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        candidate = _merge(merged, layer.data)
+        # Validating after each layer blames the layer that made the settings invalid.
+        try:
+            Settings.model_validate(candidate, context=_PARTIAL)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, layer)) from None
+        merged = candidate
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, _Layer("combined settings", merged, {}))) from None
+    settings._sources = tuple(layer.file for layer in layers if layer.file is not None)
+    return settings
+
+
+def user_settings_path(*, env: Mapping[str, str], home: Path) -> Path:
+    """The user's settings file, under `$XDG_CONFIG_HOME` when that is an absolute path."""
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    config_home = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+    return config_home / "kestrel" / "settings.toml"
+
+
+def project_settings_dir(cwd: Path) -> Path | None:
+    """The nearest `.kestrel/` holding a settings file, from `cwd` up to the repository root."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / ".kestrel"
+        if (candidate / "settings.toml").is_file() or (candidate / "settings.local.toml").is_file():
+            return candidate
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def _project_files(cwd: Path) -> list[Path]:
+    found = project_settings_dir(cwd)
+    if found is None:
+        return []
+    return [found / "settings.toml", found / "settings.local.toml"]
+
+
+def _file_layer(path: Path, home: Path) -> _Layer:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    # A relative data_dir in a file means relative to that file, wherever Kestrel runs.
+    _anchor_data_dir(data, path.parent, home)
+    return _Layer(origin=str(path), data=data, names={}, file=path)
+
+
+def _env_layer(env: Mapping[str, str], cwd: Path, home: Path) -> _Layer:
+    data: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    for var, path in ENV_VARS.items():
+        value = env.get(var, "")
+        if value.strip():
+            _set(data, path, value)
+            names[path] = var
+    _anchor_data_dir(data, cwd, home)
+    return _Layer(origin="environment", data=data, names=names)
+
+
+def _flag_layer(flags: Mapping[str, Any], cwd: Path, home: Path) -> _Layer:
+    data: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    for key, value in flags.items():
+        if key not in _FLAT:
+            hint = _suggestion(key, FLAG_NAMES)
+            raise ConfigError(f"unknown flag setting {key!r}{hint}")
+        if value is not None:
+            _set(data, _FLAT[key], value)
+            names[_FLAT[key]] = "--" + key.replace("_", "-")
+    _anchor_data_dir(data, cwd, home)
+    return _Layer(origin="command line", data=data, names=names)
+
+
+def _set(data: dict[str, Any], path: tuple[str, ...], value: object) -> None:
+    for part in path[:-1]:
+        data = data.setdefault(part, {})
+    data[path[-1]] = value
+
+
+def _anchor_data_dir(data: dict[str, Any], base: Path, home: Path) -> None:
+    value = data.get("data_dir")
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or _none_word(value) is None:
+        return
+    if value == "~" or value.startswith("~/"):
+        data["data_dir"] = str(home / value[2:])
+    else:
+        data["data_dir"] = str(base / value)
+
+
+def _merge(lower: Mapping[str, Any], higher: Mapping[str, Any]) -> dict[str, Any]:
+    """`higher` over `lower`; tables present in both merge key by key."""
+    merged = dict(lower)
+    for key, value in higher.items():
+        below = merged.get(key)
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            merged[key] = _merge(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _describe(exc: ValidationError, layer: _Layer) -> str:
+    """One line per problem, each naming the file (or variable, or flag) and the setting."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(str(part) for part in error["loc"])
+        dotted = ".".join(loc)
+        where = layer.names.get(loc) or (f"{layer.origin}: {dotted}" if dotted else layer.origin)
+        if error["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown setting{_suggestion(dotted, _known_keys())}")
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        # Pydantic's ", unable to parse string as an integer" repeats what "(got ...)" shows.
+        message = message.split(", unable to parse")[0]
+        value = error.get("input")
+        if not isinstance(value, Mapping):
+            message += f" (got {_show(value)})"
+        lines.append(f"{where}: {message}")
+    return "\n".join(lines)
+
+
+def _show(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _known_keys() -> list[str]:
+    keys = []
+    for name, info in Settings.model_fields.items():
+        keys.append(name)
+        table = info.annotation
+        if isinstance(table, type) and issubclass(table, BaseModel):
+            keys.extend(f"{name}.{sub}" for sub in table.model_fields)
+    return keys
+
+
+def _suggestion(key: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f'; did you mean "{close[0]}"?' if close else ""

@@ -1,0 +1,262 @@
+"""The local event store: one SQLite database in WAL mode, safe across threads and processes.
+
+Durability: `append` commits before it returns. In WAL mode a committed transaction is in the
+operating system's hands, so it survives the process being killed (even `kill -9`) at any moment.
+With `synchronous="NORMAL"` (the default) the last commits before a power loss or an operating
+system crash may be lost; `synchronous="FULL"` syncs the log to disk on every commit, so they
+survive that too, at the cost of one disk flush per event.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+from kestrel.protocol.codec import DecodeError, record_from_json, record_to_json
+from kestrel.protocol.events import Event, Record, SessionStarted
+from kestrel.store._common import (
+    RUNNING,
+    Notifier,
+    StoreError,
+    check_append,
+    choose,
+    follow,
+    status_after,
+)
+from kestrel.store.base import SessionSummary
+
+STORE_SCHEMA_VERSION = 1
+"""The layout of the database, kept in `PRAGMA user_version`; not the event schema version."""
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        task TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        last_seq INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        seq INTEGER NOT NULL CHECK (seq > 0),
+        at REAL NOT NULL,
+        type TEXT NOT NULL,
+        json TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS sessions_by_created ON sessions (created_at)",
+)
+
+
+class SQLiteStore:
+    """An `EventStore` in one SQLite file; several processes may share the file."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        poll_interval_s: float = 0.05,
+        busy_timeout_s: float = 10.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+        self._path = path
+        self._poll_s = poll_interval_s
+        self._clock = clock
+        self._notifier = Notifier()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Appends and reads use separate connections so a reader never waits behind a writer
+        # that is itself waiting for another process to finish its transaction.
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._writer = self._connect(synchronous, busy_timeout_s)
+        try:
+            self._migrate()
+            self._reader = self._connect(synchronous, busy_timeout_s)
+        except BaseException:
+            self._writer.close()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._path
+
+    def _connect(self, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, so nothing commits implicitly.
+            conn = sqlite3.connect(
+                self._path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self._path}: cannot open the event store: {exc}") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{self._path}: not a Kestrel event store: {exc}") from exc
+        return conn
+
+    def _migrate(self) -> None:
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self._path}: not a Kestrel event store: {exc}") from exc
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > STORE_SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self._path}: the event store has schema version {version}, but this "
+                    f"Kestrel reads up to version {STORE_SCHEMA_VERSION}; upgrade Kestrel"
+                )
+            if version < STORE_SCHEMA_VERSION:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def append(self, session_id: str, event: Event) -> Record:
+        """Commit `event` as the session's next record, then wake subscribers and return it."""
+        with self._write_lock:
+            conn = self._writer
+            # IMMEDIATE takes the write lock up front, so two processes cannot read the same
+            # last_seq and both claim the next number.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                record = self._append_locked(conn, session_id, event)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        self._notifier.notify(session_id)
+        return record
+
+    def _append_locked(self, conn: sqlite3.Connection, session_id: str, event: Event) -> Record:
+        row = conn.execute(
+            "SELECT last_seq, status FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        check_append(session_id, event, exists=row is not None)
+        at = self._clock()
+        if isinstance(event, SessionStarted):
+            seq = 1
+            conn.execute(
+                "INSERT INTO sessions (id, created_at, updated_at, task, cwd, model, last_seq,"
+                " status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, at, at, event.task, event.cwd, event.model, seq, RUNNING),
+            )
+        else:
+            seq = int(row[0]) + 1
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, updated_at = ?, status = ? WHERE id = ?",
+                (seq, at, status_after(str(row[1]), event), session_id),
+            )
+        record = Record(session_id=session_id, seq=seq, at=at, event=event)
+        conn.execute(
+            "INSERT INTO events (session_id, seq, at, type, json) VALUES (?, ?, ?, ?, ?)",
+            (session_id, seq, at, event.type, _storable(record_to_json(record))),
+        )
+        return record
+
+    def read(self, session_id: str, after_seq: int = 0) -> Sequence[Record]:
+        """Every record of the session after `after_seq`; an unknown session has none."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after_seq),
+            ).fetchall()
+        return [_decode(session_id, int(seq), text) for seq, text in rows]
+
+    def subscribe(self, session_id: str, after_seq: int = 0) -> AsyncIterator[Record]:
+        """Records after `after_seq`, then new ones: woken in-process, polled across processes."""
+        return follow(self.read, self._notifier, session_id, after_seq, self._poll_s)
+
+    def sessions(self) -> Sequence[SessionSummary]:
+        """Every session, most recently created first."""
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT id, created_at, updated_at, task, cwd, model, last_seq, status"
+                " FROM sessions ORDER BY created_at DESC, rowid DESC"
+            ).fetchall()
+        return [
+            SessionSummary(
+                session_id=row[0],
+                created_at=row[1],
+                updated_at=row[2],
+                task=row[3],
+                cwd=row[4],
+                model=row[5],
+                events=row[6],
+                status=row[7],
+            )
+            for row in rows
+        ]
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The one session id equal to, or else starting with, the argument."""
+        shown = 5
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT id FROM sessions WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 "
+                "ORDER BY id != ?1, id LIMIT ?2",
+                (id_or_prefix, shown + 1),
+            ).fetchall()
+        matches = [str(row[0]) for row in rows]
+        return choose(id_or_prefix, matches[:shown], more=len(matches) > shown)
+
+    def close(self) -> None:
+        """Close both connections; the store cannot be used afterwards."""
+        with self._write_lock, self._read_lock:
+            self._reader.close()
+            self._writer.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _storable(text: str) -> str:
+    """JSON text SQLite can hold as UTF-8: lone surrogates (from model output) become escapes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _decode(session_id: str, seq: int, text: str) -> Record:
+    """Decode one stored row, naming the row when it cannot be read."""
+    try:
+        record = record_from_json(text)
+    except DecodeError as exc:
+        raise DecodeError(f"session {session_id!r}, seq {seq}: {exc}") from exc
+    if record.session_id != session_id or record.seq != seq:
+        raise DecodeError(
+            f"session {session_id!r}, seq {seq}: the stored record says "
+            f"session {record.session_id!r}, seq {record.seq}"
+        )
+    return record
