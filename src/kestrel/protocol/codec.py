@@ -51,7 +51,10 @@ def record_to_dict(record: Record) -> dict[str, Any]:
 
 def record_to_json(record: Record) -> str:
     """One line of JSON for the record."""
-    return json.dumps(record_to_dict(record), ensure_ascii=False, separators=(",", ":"))
+    # allow_nan=False: NaN and Infinity are not JSON, and other languages' parsers reject them.
+    return json.dumps(
+        record_to_dict(record), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
 
 
 def record_from_dict(data: dict[str, Any]) -> Record:
@@ -83,6 +86,13 @@ def record_from_json(text: str) -> Record:
 def event_json_schema() -> dict[str, Any]:
     """JSON Schema of one event object (a union tagged by `type`)."""
     schema: dict[str, Any] = _event_adapter().json_schema(mode="serialization")
+    for definition in schema.get("$defs", {}).values():
+        # Every event carries its tag; the default on the dataclass is for Python callers only.
+        tag = definition.get("properties", {}).get("type", {})
+        if isinstance(tag, dict) and "const" in tag:
+            required = definition.setdefault("required", [])
+            if "type" not in required:
+                required.insert(0, "type")
     return schema
 
 

@@ -1,0 +1,316 @@
+"""Print docs/events.md: the event schema, its field tables generated from the event dataclasses.
+
+After changing `kestrel.protocol.events`, run `python scripts/gen_events_doc.py > docs/events.md`.
+Every field needs a line in `MEANING` below; the script refuses to print a table with a gap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from kestrel.protocol.events import SCHEMA_VERSION, Event
+
+WHEN = {
+    "session_started": "First record of every session (seq 1), written before anything else.",
+    "session_resumed": "When a process picks a stopped or crashed session up again, before it "
+    "settles the calls the earlier process left unfinished.",
+    "user_message": "The task, right after `session_started`, and each follow-up message.",
+    "model_request_started": "Before each call to the model.",
+    "model_text_delta": "For each piece of text as the model streams it.",
+    "model_tool_call_delta": "For each piece of a tool call as the model streams it.",
+    "model_retrying": "When a model call failed in a way worth retrying, before the wait.",
+    "model_completed": "When the model's reply is complete; it holds the whole reply, so a "
+    "reader may ignore the deltas.",
+    "tool_call_requested": "For each tool call in a completed reply, before permission is asked.",
+    "permission_decided": "Once per tool call, before it runs or is refused.",
+    "tool_started": "When an allowed tool call begins to run.",
+    "tool_output_chunk": "As a running command writes output.",
+    "tool_finished": "When a tool call ends: it ran, it was refused, or it was interrupted.",
+    "file_changed": "Before each file write a tool makes, so the log shows it even if the "
+    "write is cut short.",
+    "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
+    "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
+    "(`stop`).",
+    "error": "When something fails; the session may go on (`recoverable`) or finish.",
+    "session_finished": "When the session stops, for any reason. Another may follow a "
+    "`session_resumed`.",
+}
+
+MEANING: dict[str, dict[str, str]] = {
+    "session_started": {
+        "session_id": "The session's id, the same as the record's.",
+        "task": "The task as the person gave it.",
+        "cwd": "The working directory: the checkout the session works in.",
+        "model": "The model, as `provider:model-id`.",
+        "permission_mode": "How tool calls are approved at the start.",
+        "limits": "The session's budgets.",
+        "kestrel_version": "The Kestrel version that started the session.",
+    },
+    "session_resumed": {
+        "from_seq": "The last seq the earlier process wrote.",
+        "interrupted_calls": "Ids of calls left unfinished that this resume settled with a "
+        "`tool_finished`.",
+    },
+    "user_message": {"text": "The person's text."},
+    "model_request_started": {
+        "request_id": "Id tying this request's deltas, retries and completion together.",
+        "model": "The model asked, as `provider:model-id`.",
+        "turn": "Number of this model call in the session, from 1.",
+    },
+    "model_text_delta": {
+        "request_id": "The request this belongs to.",
+        "text": "The next piece of text; concatenate them in seq order.",
+    },
+    "model_tool_call_delta": {
+        "request_id": "The request this belongs to.",
+        "index": "Which of the reply's tool calls this piece belongs to, from 0.",
+        "call_id": "The call's id, on the first piece of that call.",
+        "name": "The tool's name, on the first piece of that call.",
+        "arguments_delta": "The next piece of the arguments' JSON text.",
+    },
+    "model_retrying": {
+        "request_id": "The request being retried.",
+        "attempt": "Number of the attempt that failed, from 1.",
+        "delay_s": "Seconds before the next attempt.",
+        "error_kind": "The error's type, such as `RateLimited` or `Overloaded`.",
+        "message": "The error's message.",
+    },
+    "model_completed": {
+        "request_id": "The request that completed.",
+        "message": "The whole reply: text and tool calls.",
+        "usage": "Tokens, cost and latency of this call.",
+        "stop_reason": "Why the model stopped writing.",
+    },
+    "tool_call_requested": {
+        "call": "The call as the model wrote it.",
+        "read_only": "True for tools that change nothing (reads and searches).",
+    },
+    "permission_decided": {
+        "call_id": "The call decided on.",
+        "decision": "Whether it may run.",
+        "decided_by": "Who decided: the permission mode, a rule, the person, the headless "
+        "default, or a hook.",
+        "reason": "Why, in words.",
+    },
+    "tool_started": {"call_id": "The call that began.", "name": "The tool's name."},
+    "tool_output_chunk": {
+        "call_id": "The running call.",
+        "stream": "Which stream the text came from.",
+        "text": "The output, as it came; not what the model sees (see `tool_finished`).",
+    },
+    "tool_finished": {
+        "call_id": "The call that ended.",
+        "name": "The tool's name.",
+        "content": "Exactly what the model sees as the result.",
+        "is_error": "True when the call failed, was refused or was interrupted.",
+        "exit_code": "A command's exit status; null for other tools.",
+        "duration_ms": "How long it ran, in milliseconds (0 when it never ran).",
+        "truncated": "True when `content` was cut to fit the output limit.",
+        "full_output_path": "Where the whole output was saved when it was cut.",
+        "interrupted": "True when the call was stopped before it could finish.",
+    },
+    "file_changed": {
+        "call_id": "The call making the write.",
+        "path": "The file; relative to the working directory when it lies inside it.",
+        "before_hash": "SHA-256 (hex) of the file before; null when the file is new.",
+        "after_hash": "SHA-256 (hex) of the file after; null when the file is deleted.",
+        "diff": "Unified diff of the change.",
+    },
+    "budget_warning": {
+        "budget": "Which budget.",
+        "used": "How much is spent (turns, tokens, US dollars or seconds).",
+        "limit": "The budget's limit, in the same unit.",
+    },
+    "loop_detected": {
+        "pattern": "`repeat`: the same call again and again; `alternate`: two calls in turn.",
+        "action": "`warn`: the model is told; `stop`: the session finishes with reason `loop`.",
+        "detail": "What repeats, in words.",
+    },
+    "error": {
+        "error_kind": "The error's type, such as `AuthenticationFailed`.",
+        "message": "The error's message.",
+        "recoverable": "True when the session goes on despite it.",
+    },
+    "session_finished": {
+        "reason": "Why: `done` (the model finished), `error`, `budget`, `loop` or `cancelled`.",
+        "detail": "More about the reason, in words.",
+        "final_text": "The model's last text, when it finished on its own.",
+        "totals": "What the session spent, over all its runs.",
+    },
+    "Limits": {
+        "max_turns": "Most model calls; null for no limit.",
+        "max_tokens": "Most tokens, input and output; null for no limit.",
+        "max_cost_usd": "Most US dollars; null for no limit.",
+        "max_wall_s": "Most wall-clock seconds; null for no limit.",
+    },
+    "Totals": {
+        "turns": "Model calls.",
+        "tool_calls": "Tool calls.",
+        "input_tokens": "Input tokens not read from or written to the cache.",
+        "output_tokens": "Output tokens.",
+        "cache_write_tokens": "Input tokens written to the prompt cache.",
+        "cache_read_tokens": "Input tokens read from the prompt cache.",
+        "cost_usd": "US dollars.",
+        "wall_s": "Wall-clock seconds.",
+    },
+    "AssistantTurn": {
+        "role": 'Always `"assistant"`.',
+        "text": "The reply's text.",
+        "tool_calls": "The tool calls, in the order the model wrote them.",
+    },
+    "ToolCall": {
+        "id": "The call's id, unique in the session.",
+        "name": "The tool's name.",
+        "arguments": "The arguments as the JSON text the model wrote (it may be invalid).",
+    },
+    "Usage": {
+        "model": "The model that served the call.",
+        "input_tokens": "Input tokens not read from or written to the cache.",
+        "output_tokens": "Output tokens.",
+        "cache_write_tokens": "Input tokens written to the prompt cache.",
+        "cache_read_tokens": "Input tokens read from the prompt cache.",
+        "cost_usd": "US dollars, from the pricing table.",
+        "latency_ms": "Milliseconds from request to completion.",
+        "priced": "False when the model is missing from the pricing table, so `cost_usd` is "
+        "a lower bound.",
+    },
+}
+
+TEMPLATE = Path(__file__).resolve().parent / "events_doc.template.md"
+"""The hand-written parts of the page; `{{name}}` marks where a generated part goes."""
+
+_JSON_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def event_classes() -> list[type]:
+    """Every event dataclass, in the order of the `Event` union."""
+    union = typing.get_args(Event)[0]
+    return list(typing.get_args(union))
+
+
+def shared_types() -> list[type]:
+    """Dataclasses that event fields hold, found by walking the field types."""
+    found: list[type] = []
+    pending = [hint for cls in event_classes() for hint in _hints(cls).values()]
+    while pending:
+        hint = pending.pop(0)
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            if hint not in found:
+                found.append(hint)
+                pending.extend(_hints(hint).values())
+        else:
+            pending.extend(typing.get_args(hint))
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+def tag_of(cls: type) -> str:
+    """The value of an event class's `type` field."""
+    tag = next(f.default for f in dataclasses.fields(cls) if f.name == "type")
+    assert isinstance(tag, str)
+    return tag
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def type_name(hint: Any) -> str:
+    """A field's type as a JSON reader sees it."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is type(None):
+        return "null"
+    if hint in _JSON_NAMES:
+        return _JSON_NAMES[hint]
+    if hint is Any:
+        return "any JSON"
+    if origin is typing.Literal:
+        return " or ".join(f'`"{arg}"`' for arg in args)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(arg) for arg in args)
+    if origin is tuple:
+        return f"array of {type_name(args[0])}"
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return f"[`{hint.__name__}`](#{hint.__name__.lower()})"
+    raise TypeError(f"no JSON name for {hint!r}; teach type_name about it")
+
+
+def default_text(field: dataclasses.Field[Any]) -> str:
+    """A field's default as JSON, or `required`."""
+    if field.default is not dataclasses.MISSING:
+        value = [] if field.default == () else field.default
+        return f"`{json.dumps(value)}`"
+    if field.default_factory is not dataclasses.MISSING:
+        return "all defaults"
+    return "required"
+
+
+def field_table(cls: type, key: str) -> str:
+    """The markdown table of `cls`'s fields, with meanings from `MEANING[key]`."""
+    meanings = MEANING.get(key, {})
+    hints = _hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.name != "type"]
+    missing = [n for n in names if n not in meanings]
+    stale = [n for n in meanings if n not in names]
+    if missing or stale:
+        raise KeyError(f"{key}: describe {missing} and drop {stale} in MEANING")
+    rows = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    for field in dataclasses.fields(cls):
+        if field.name != "type":
+            row = (f"`{field.name}`", type_name(hints[field.name]), default_text(field))
+            rows.append("| " + " | ".join((*row, meanings[field.name])) + " |")
+    return "\n".join(rows)
+
+
+def event_sections() -> str:
+    """One section per event type: when it is emitted, then its fields."""
+    sections = []
+    for cls in event_classes():
+        tag = tag_of(cls)
+        if tag not in WHEN:
+            raise KeyError(f"{tag}: say when it is emitted in WHEN")
+        table = field_table(cls, tag) if len(dataclasses.fields(cls)) > 1 else "No fields."
+        where = f"Python: `kestrel.protocol.events.{cls.__name__}`."
+        sections.append(f"### `{tag}`\n\n{WHEN[tag]} {where}\n\n{table}\n")
+    return "\n".join(sections)
+
+
+def overview() -> str:
+    """A table of every event type and when it is emitted."""
+    rows = ["| type | emitted |", "|---|---|"]
+    for cls in event_classes():
+        tag = tag_of(cls)
+        rows.append(f"| [`{tag}`](#{tag}) | {WHEN[tag]} |")
+    return "\n".join(rows)
+
+
+def shared_sections() -> str:
+    """One section per shared type."""
+    return "\n".join(
+        f"### `{cls.__name__}`\n\n{cls.__doc__}\n\n{field_table(cls, cls.__name__)}\n"
+        for cls in shared_types()
+    )
+
+
+def render() -> str:
+    """The whole of docs/events.md."""
+    parts = {
+        "version": str(SCHEMA_VERSION),
+        "overview": overview(),
+        "events": event_sections(),
+        "shared": shared_sections(),
+    }
+    text = TEMPLATE.read_text(encoding="utf-8")
+    for name, part in parts.items():
+        text = text.replace("{{" + name + "}}", part)
+    return text
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())
