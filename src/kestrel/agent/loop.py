@@ -53,6 +53,8 @@ class LoopConfig:
     """Overrides the mode the session started with (a resume may change it)."""
     limits: Limits | None = None
     """Overrides the budgets the session started with (a resume may raise them)."""
+    model: str | None = None
+    """The model in use, when a resume chose another than the session started with."""
 
 
 @dataclass(slots=True)
@@ -121,7 +123,9 @@ class AgentLoop:
         request_id = uuid.uuid4().hex[:12]
         self.emit(
             ModelRequestStarted(
-                request_id=request_id, model=self.state.model, turn=self.state.totals.turns + 1
+                request_id=request_id,
+                model=self.config.model or self.state.model,
+                turn=self.state.totals.turns + 1,
             )
         )
         request = ModelRequest(

@@ -1,0 +1,127 @@
+"""The composition root: the only place that picks implementations and wires them together."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from kestrel.agent.loop import AgentLoop, LoopConfig
+from kestrel.agent.ports import Approver, OnRetry, ToolEnvironment
+from kestrel.agent.prompt import build_system_prompt, find_memory_files, load_memory
+from kestrel.models.anthropic import AnthropicProvider
+from kestrel.models.base import Provider
+from kestrel.models.openai_compat import OpenAICompatProvider
+from kestrel.models.retry import RetryPolicy, stream_with_retry
+from kestrel.models.scripted import ScriptedProvider
+from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.events import PermissionMode
+from kestrel.protocol.messages import ModelRequest, StreamPart
+from kestrel.sandbox.base import Executor
+from kestrel.sandbox.local import LocalExecutor
+from kestrel.settings import Settings
+from kestrel.store import default_data_dir
+from kestrel.store.base import EventStore
+from kestrel.store.sqlite import SQLiteStore
+from kestrel.tools.registry import ToolRegistry, default_tools
+
+PROVIDERS = ("anthropic", "openai", "scripted")
+
+
+def version() -> str:
+    """Kestrel's installed version."""
+    try:
+        return metadata.version("kestrel")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def data_dir(settings: Settings) -> Path:
+    """Where sessions and their artifacts live."""
+    return settings.data_dir or default_data_dir(os.environ)
+
+
+def open_store(settings: Settings) -> EventStore:
+    """The local event store in the data directory."""
+    return SQLiteStore(data_dir(settings) / "sessions.db")
+
+
+def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None = None) -> Provider:
+    """A provider from `provider:model` (e.g. `anthropic:claude-sonnet-4-5`, `scripted:PATH`)."""
+    name, sep, model = spec.partition(":")
+    if not sep or name not in PROVIDERS or not model:
+        raise ConfigError(
+            f"model {spec!r}: expected PROVIDER:MODEL with PROVIDER one of {', '.join(PROVIDERS)}"
+            " (e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, scripted:script.json)"
+        )
+    if name == "scripted":
+        path = Path(model).expanduser()
+        return ScriptedProvider.from_file(path if path.is_absolute() or cwd is None else cwd / path)
+    if name == "anthropic":
+        return AnthropicProvider(model, base_url=base_url)
+    return OpenAICompatProvider(model, base_url=base_url)
+
+
+def streamer_for(provider: Provider, policy: RetryPolicy | None = None) -> _Streamer:
+    """A model streamer that retries transient failures of `provider`."""
+    return _Streamer(provider, policy or RetryPolicy())
+
+
+@dataclass(frozen=True, slots=True)
+class _Streamer:
+    provider: Provider
+    policy: RetryPolicy
+
+    def __call__(self, request: ModelRequest, on_retry: OnRetry) -> AsyncIterator[StreamPart]:
+        return stream_with_retry(self.provider, request, policy=self.policy, on_retry=on_retry)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopParts:
+    """Collaborators a frontend chooses; everything else comes from settings."""
+
+    approver: Approver
+    provider: Provider | None = None
+    executor: Executor | None = None
+    permission_mode: PermissionMode | None = None
+
+
+def build_loop(
+    store: EventStore, session_id: str, settings: Settings, cwd: Path, parts: LoopParts
+) -> AgentLoop:
+    """An agent loop for an existing session, wired from settings."""
+    provider = parts.provider or build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
+    memory = load_memory(find_memory_files(cwd, user_config_dir=_user_config_dir()))
+    system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
+    environment = ToolEnvironment(
+        root=cwd,
+        executor=parts.executor or LocalExecutor(),
+        artifacts_dir=data_dir(settings) / "artifacts" / session_id,
+        bash_timeout_s=settings.tools.bash_timeout_s,
+        max_output_chars=settings.tools.max_output_chars,
+    )
+    config = LoopConfig(
+        system_prompt=system,
+        max_output_tokens=settings.max_output_tokens,
+        warn_after=settings.loop_detection.warn_after,
+        stop_after=settings.loop_detection.stop_after,
+        permission_mode=parts.permission_mode,
+        model=settings.model,
+    )
+    return AgentLoop(
+        store=store,
+        session_id=session_id,
+        streamer=streamer_for(provider),
+        tools=ToolRegistry(default_tools()),
+        environment=environment,
+        approver=parts.approver,
+        config=config,
+    )
+
+
+def _user_config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "kestrel"

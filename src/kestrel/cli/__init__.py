@@ -1,0 +1,1 @@
+"""Frontends for the terminal: the `kestrel` command."""

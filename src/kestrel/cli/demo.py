@@ -1,0 +1,117 @@
+"""`kestrel demo`: a real session on a real bug, with only the model scripted."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from kestrel import app
+from kestrel.agent.ports import DenyingApprover
+from kestrel.agent.session import start_session
+from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, drive
+from kestrel.cli.render import ConsoleFrontend
+from kestrel.models.scripted import ScriptedProvider
+from kestrel.protocol.events import Limits, ToolFinished
+from kestrel.settings import load_settings
+
+TASK = (
+    "Customers say a 15% discount barely changes the price at checkout. "
+    "Find the bug, fix it, and make sure the tests pass."
+)
+
+
+def run_demo(*, keep: bool = False) -> int:
+    """Copy the bundled project to a temporary directory, fix it there, show the diff."""
+    console = Console(highlight=False)
+    bundle = resources.files("kestrel.demo")
+    workdir = Path(tempfile.mkdtemp(prefix="kestrel-demo-"))
+    project = workdir / "shop-project"
+    with resources.as_file(bundle / "project") as source:
+        shutil.copytree(source, project, ignore=shutil.ignore_patterns("__pycache__"))
+    with resources.as_file(bundle / "script.json") as script:
+        provider = ScriptedProvider.from_file(script)
+        model = f"scripted:{script}"
+    before = _snapshot(project)
+    console.print(
+        Text(
+            "Kestrel demo. The model here is SCRIPTED: it replays a fixed script shipped with "
+            "Kestrel, so no API key is needed. Everything else is real: the files, the search, "
+            "the edits, the commands and the test runs.",
+            style="bold yellow",
+        )
+    )
+    console.print(f"Project copied to {project}\nTask: {TASK}\n", style="dim")
+    try:
+        code = _run(console, project, provider, model)
+        _show_diff(console, project, before)
+        return code
+    finally:
+        if keep:
+            console.print(f"The project is kept in {project}", style="dim")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(console: Console, project: Path, provider: ScriptedProvider, model: str) -> int:
+    settings = load_settings(project, env=os.environ, flags={}, home=Path.home())
+    store = app.open_store(settings)
+    try:
+        session_id = start_session(
+            store,
+            task=TASK,
+            cwd=project,
+            model=model,
+            permission_mode="bypass",
+            limits=Limits(max_turns=20),
+            version=app.version(),
+        )
+        parts = app.LoopParts(approver=DenyingApprover(), provider=provider)
+        loop = app.build_loop(store, session_id, settings, project, parts)
+        frontend = ConsoleFrontend(console)
+        finished = asyncio.run(drive(store, loop, frontend, message=None, after_seq=0))
+        runs = [
+            r.event
+            for r in store.read(session_id)
+            if isinstance(r.event, ToolFinished) and r.event.name == "bash"
+        ]
+    finally:
+        store.close()
+    passed = bool(runs) and runs[-1].exit_code == 0
+    verdict = "the tests pass" if passed else "the tests do NOT pass"
+    console.print(
+        f"\nDemo finished ({finished.reason}); {verdict}. "
+        f"See the session again with: kestrel sessions show {session_id}",
+        style="bold green" if passed else "bold red",
+    )
+    return EXIT_DONE if finished.reason == "done" and passed else EXIT_ERROR
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
+
+
+def _show_diff(console: Console, project: Path, before: dict[str, str]) -> None:
+    after = _snapshot(project)
+    console.print("\nThe change, as one diff:", style="bold")
+    for path in sorted(set(before) | set(after)):
+        lines = difflib.unified_diff(
+            before.get(path, "").splitlines(keepends=True),
+            after.get(path, "").splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+        for line in lines:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+            console.print(Text(line.rstrip("\n"), style=style), soft_wrap=True)

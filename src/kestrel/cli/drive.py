@@ -1,0 +1,177 @@
+"""Drive one session from a terminal: start or resume it, show its events, handle Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from rich.console import Console
+
+from kestrel.agent.loop import AgentLoop
+from kestrel.agent.ports import Approval
+from kestrel.cli.render import (
+    ConsoleFrontend,
+    Frontend,
+    QuietFrontend,
+    StreamJsonFrontend,
+)
+from kestrel.protocol.events import SessionFinished, ToolKind, Totals
+from kestrel.protocol.messages import ToolCall
+from kestrel.store.base import EventStore
+
+OutputFormat = Literal["text", "json", "stream-json"]
+
+EXIT_DONE = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_LIMIT = 3
+EXIT_CANCELLED = 130
+
+EXIT_CODES = {
+    "done": EXIT_DONE,
+    "error": EXIT_ERROR,
+    "budget": EXIT_LIMIT,
+    "loop": EXIT_LIMIT,
+    "cancelled": EXIT_CANCELLED,
+}
+
+FollowUp = Callable[[], Awaitable[str | None]]
+
+
+def make_frontend(headless: bool, output_format: OutputFormat, console: Console) -> Frontend:
+    """The frontend for an output mode."""
+    if not headless:
+        return ConsoleFrontend(console)
+    return StreamJsonFrontend() if output_format == "stream-json" else QuietFrontend()
+
+
+async def drive(
+    store: EventStore,
+    loop: AgentLoop,
+    frontend: Frontend,
+    *,
+    message: str | None,
+    after_seq: int,
+    follow_up: FollowUp | None = None,
+) -> SessionFinished:
+    """Run the loop while `frontend` renders its events; Ctrl-C cancels cleanly."""
+    consumer = asyncio.create_task(frontend.consume(store.subscribe(loop.session_id, after_seq)))
+    main = asyncio.current_task()
+    running = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        running.add_signal_handler(signal.SIGINT, lambda: main.cancel() if main else None)
+    try:
+        finished = await (loop.send(message) if message is not None else loop.run())
+        while follow_up is not None:
+            await frontend.caught_up(loop.state.last_seq)
+            text = await follow_up()
+            if not text:
+                break
+            finished = await loop.send(text)
+    except asyncio.CancelledError:
+        finished = loop.state.finished or SessionFinished(reason="cancelled", totals=Totals())
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            running.remove_signal_handler(signal.SIGINT)
+        await frontend.caught_up(loop.state.last_seq)
+        consumer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await consumer
+    return finished
+
+
+def print_result(
+    finished: SessionFinished, session_id: str, output_format: OutputFormat, headless: bool
+) -> int:
+    """Print what a headless run prints at its end; return the exit code."""
+    code = EXIT_CODES[finished.reason]
+    if headless and output_format == "json":
+        totals = finished.totals
+        print(
+            json.dumps(
+                {
+                    "type": "result",
+                    "session_id": session_id,
+                    "reason": finished.reason,
+                    "detail": finished.detail,
+                    "final_text": finished.final_text,
+                    "exit_code": code,
+                    "totals": {
+                        **{f: getattr(totals, f) for f in totals.__dataclass_fields__},
+                        "tokens": totals.tokens,
+                    },
+                },
+                ensure_ascii=False,
+            )
+        )
+    elif headless and output_format == "text":
+        if finished.final_text:
+            print(finished.final_text)
+        if finished.reason != "done":
+            detail = f": {finished.detail}" if finished.detail else ""
+            print(
+                f"kestrel: session {session_id} stopped ({finished.reason}{detail}); "
+                f"continue it with: kestrel resume {session_id}",
+                file=sys.stderr,
+            )
+    return code
+
+
+@dataclass(slots=True)
+class ConsoleApprover:
+    """Asks the person at the terminal; remembers "always" per tool for this run."""
+
+    console: Console
+    frontend: Frontend
+    store: EventStore
+    session_id: str
+    always: set[str]
+
+    async def ask(self, call: ToolCall, kind: ToolKind, reason: str) -> Approval:
+        """Show the call and ask: yes, no, or always for this tool."""
+        if call.name in self.always:
+            return Approval(
+                allow=True, decided_by="user", reason=f"{call.name} allowed for this run"
+            )
+        last = self.store.read(self.session_id)[-1].seq
+        await self.frontend.caught_up(last)
+        self.console.print(
+            f"[yellow]? {reason}.[/yellow] Allow [bold]{call.name}[/bold]? "
+            "[y]es / [n]o / [a]lways for this run ",
+            end="",
+        )
+        answer = await asyncio.to_thread(_read_line)
+        choice = (answer or "n").strip().lower()[:1]
+        if choice == "a":
+            self.always.add(call.name)
+        allowed = choice in ("y", "a")
+        return Approval(
+            allow=allowed,
+            decided_by="user",
+            reason="approved by the user" if allowed else "the user said no",
+        )
+
+
+async def prompt_follow_up(console: Console) -> str | None:
+    """Ask for the next message; an empty line or end of input ends the session."""
+    console.print("[bold cyan]>[/bold cyan] ", end="")
+    line = await asyncio.to_thread(_read_line)
+    return line.strip() if line else None
+
+
+def _read_line() -> str | None:
+    try:
+        return input()
+    except EOFError:
+        return None
+
+
+def report_error(exc: Exception) -> None:
+    """Print an error for the person on stderr, unwrapped so paths stay whole."""
+    print(f"kestrel: {exc}", file=sys.stderr)

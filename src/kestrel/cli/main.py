@@ -1,0 +1,159 @@
+"""The `kestrel` command: run a task, resume a session, inspect sessions, or run the demo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kestrel.cli import sessions
+from kestrel.cli.drive import EXIT_USAGE, OutputFormat
+from kestrel.cli.session_runner import RunRequest, run_request
+from kestrel.protocol.events import PermissionMode
+
+SUBCOMMANDS = ("resume", "sessions", "demo")
+
+_EPILOG = (
+    "Other commands: kestrel resume ID [MESSAGE] · kestrel sessions list|show|export · "
+    "kestrel demo.  Exit codes: 0 done, 1 error, 2 bad usage or settings, 3 a budget or "
+    "loop limit stopped the session, 130 cancelled."
+)
+
+Model = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="PROVIDER:MODEL, e.g. "
+        "anthropic:claude-sonnet-4-5, openai:gpt-4.1, scripted:script.json.",
+    ),
+]
+MaxTurns = Annotated[
+    int | None, typer.Option("--max-turns", help="Stop after this many model turns.", min=1)
+]
+MaxCost = Annotated[
+    float | None,
+    typer.Option("--max-cost", help="Stop once this many US dollars are spent.", min=0),
+]
+Cwd = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd",
+        help="Work in this directory instead of the current one.",
+        file_okay=False,
+        exists=True,
+    ),
+]
+Mode = Annotated[
+    PermissionMode | None,
+    typer.Option(
+        "--permission-mode",
+        help="default: ask "
+        "before edits and commands; accept-edits: ask before commands; plan: read only; "
+        "bypass: ask nothing.",
+    ),
+]
+Print = Annotated[
+    bool,
+    typer.Option(
+        "--print",
+        "-p",
+        help="Headless: no questions, print the result and exit (for scripts and CI).",
+    ),
+]
+Format = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output-format",
+        help="With -p: text (the final "
+        "answer), json (one result object) or stream-json (every event, one JSON "
+        "object per line, as it happens).",
+    ),
+]
+
+run_app = typer.Typer(add_completion=False, epilog=_EPILOG, rich_markup_mode=None)
+commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+commands_app.add_typer(sessions.app, name="sessions")
+
+
+@run_app.command()
+def run(
+    task: Annotated[str | None, typer.Argument(help="What to do, in plain language.")] = None,
+    print_mode: Print = False,
+    output_format: Format = "text",
+    model: Model = None,
+    max_turns: MaxTurns = None,
+    max_cost: MaxCost = None,
+    cwd: Cwd = None,
+    permission_mode: Mode = None,
+    continue_: Annotated[
+        bool,
+        typer.Option(
+            "--continue", "-c", help="Continue the most recent session in this directory."
+        ),
+    ] = False,
+) -> None:
+    """Kestrel: give it a task; it finds the code, edits it, runs the tests, and shows the diff."""
+    request = RunRequest(
+        task=task,
+        headless=print_mode,
+        output_format=output_format,
+        model=model,
+        max_turns=max_turns,
+        max_cost=max_cost,
+        cwd=cwd,
+        permission_mode=permission_mode,
+        continue_latest=continue_,
+    )
+    raise typer.Exit(run_request(request))
+
+
+@commands_app.command()
+def resume(
+    session_id: Annotated[str, typer.Argument(help="The session id, or a unique prefix of it.")],
+    message: Annotated[str | None, typer.Argument(help="A follow-up message.")] = None,
+    print_mode: Print = False,
+    output_format: Format = "text",
+    model: Model = None,
+    max_turns: MaxTurns = None,
+    max_cost: MaxCost = None,
+    permission_mode: Mode = None,
+) -> None:
+    """Continue a session from its log, after a crash, a cancel, a limit, or to follow up."""
+    request = RunRequest(
+        task=message,
+        headless=print_mode,
+        output_format=output_format,
+        model=model,
+        max_turns=max_turns,
+        max_cost=max_cost,
+        cwd=None,
+        permission_mode=permission_mode,
+        resume_id=session_id,
+    )
+    raise typer.Exit(run_request(request))
+
+
+@commands_app.command()
+def demo(
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the demo project afterwards.")] = False,
+) -> None:
+    """Fix a real bug in a small bundled project, with a scripted model (no API key needed)."""
+    from kestrel.cli.demo import run_demo
+
+    raise typer.Exit(run_demo(keep=keep))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `kestrel` console script."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in SUBCOMMANDS:
+        commands_app(args, prog_name="kestrel")
+    else:
+        try:
+            run_app(args, prog_name="kestrel")
+        except SystemExit as exc:
+            # Click reports usage errors with exit code 2 already; keep every other code as is.
+            raise SystemExit(exc.code if exc.code is not None else EXIT_USAGE) from None

@@ -1,0 +1,205 @@
+"""Frontends for the terminal: they subscribe to a session's events and print them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from kestrel.protocol.codec import record_to_json
+from kestrel.protocol.events import (
+    BudgetWarning,
+    ErrorOccurred,
+    FileChanged,
+    LoopDetected,
+    ModelCompleted,
+    ModelRetrying,
+    ModelTextDelta,
+    PermissionDecided,
+    Record,
+    SessionFinished,
+    SessionResumed,
+    SessionStarted,
+    ToolCallRequested,
+    ToolFinished,
+    ToolOutputChunk,
+    Totals,
+)
+
+PREVIEW_LINES = 8
+
+
+class Frontend:
+    """Consumes records in order and remembers how far it got."""
+
+    def __init__(self) -> None:
+        self.seen_seq = 0
+        self.closed = False
+        self._progress = asyncio.Condition()
+
+    async def consume(self, records: AsyncIterator[Record]) -> None:
+        """Render every record as it arrives, until cancelled or the output is gone.
+
+        A closed output (a reader that went away) stops the rendering, never the session:
+        the log keeps every event either way.
+        """
+        try:
+            async for record in records:
+                self.render(record)
+                self.seen_seq = record.seq
+                async with self._progress:
+                    self._progress.notify_all()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            self.closed = True
+            async with self._progress:
+                self._progress.notify_all()
+
+    async def caught_up(self, seq: int) -> None:
+        """Wait until every record up to `seq` has been rendered (or rendering has stopped)."""
+        async with self._progress:
+            await self._progress.wait_for(lambda: self.closed or self.seen_seq >= seq)
+
+    def render(self, record: Record) -> None:
+        """Show one record."""
+
+
+class StreamJsonFrontend(Frontend):
+    """One JSON record per line, as it happens: the `stream-json` output format."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        super().__init__()
+        self._out = out
+
+    def render(self, record: Record) -> None:
+        """Print the record's versioned JSON form."""
+        self._out.write(record_to_json(record) + "\n")
+        self._out.flush()
+
+
+class QuietFrontend(Frontend):
+    """Prints nothing while the session runs (`text` and `json` output print at the end)."""
+
+
+class ConsoleFrontend(Frontend):
+    """The interactive view: streamed text, each tool call and result, diffs, and a footer."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+        self._in_text = False
+        self._streamed: set[str] = set()
+
+    def render(self, record: Record) -> None:
+        """Print one event in a form a person reads at a glance."""
+        event = record.event
+        if not isinstance(event, ModelTextDelta) and self._in_text:
+            self.console.print()
+            self._in_text = False
+        match event:
+            case SessionStarted():
+                self.console.print(
+                    f"[dim]session {event.session_id} · {event.model} · "
+                    f"{escape(event.cwd)} · mode {event.permission_mode}[/dim]"
+                )
+            case SessionResumed():
+                self.console.print(f"[dim]resumed after event {event.from_seq}[/dim]")
+            case ModelTextDelta():
+                self.console.print(Text(event.text), end="", soft_wrap=True)
+                self._in_text = True
+            case ToolCallRequested():
+                self.console.print(Text.assemble(("● ", "cyan"), (_call_line(event), "bold")))
+            case PermissionDecided(decision="deny"):
+                self.console.print(f"  [red]✗ denied[/red] [dim]{escape(event.reason)}[/dim]")
+            case ToolOutputChunk():
+                self._streamed.add(event.call_id)
+                for line in event.text.splitlines():
+                    self.console.print(Text("  │ " + line, style="dim"), soft_wrap=True)
+            case FileChanged():
+                self._streamed.add(event.call_id)
+                self._diff(event)
+            case ToolFinished():
+                self._result(event)
+            case ModelRetrying():
+                self.console.print(
+                    f"[yellow]  retrying in {event.delay_s:.1f} s "
+                    f"({event.error_kind}: {escape(event.message)})[/yellow]"
+                )
+            case BudgetWarning():
+                self.console.print(
+                    f"[yellow]budget: {event.budget} at {event.used:g} of {event.limit:g}[/yellow]"
+                )
+            case LoopDetected():
+                self.console.print(f"[yellow]loop {event.action}: {escape(event.detail)}[/yellow]")
+            case ErrorOccurred():
+                self.console.print(f"[red]error: {escape(event.message)}[/red]")
+            case SessionFinished():
+                self.console.print(footer(event, record.session_id), style="dim")
+            case ModelCompleted():
+                pass
+
+    def _diff(self, event: FileChanged) -> None:
+        self.console.print(f"  [dim]changed {escape(event.path)}[/dim]")
+        for line in event.diff.splitlines()[:60]:
+            style = (
+                "green"
+                if line.startswith("+") and not line.startswith("+++")
+                else "red"
+                if line.startswith("-") and not line.startswith("---")
+                else "dim"
+            )
+            self.console.print(Text("    " + line, style=style), soft_wrap=True)
+
+    def _result(self, event: ToolFinished) -> None:
+        status = "red" if event.is_error else "dim"
+        if event.call_id in self._streamed:
+            first = event.content.splitlines()[0] if event.content else "done"
+            summary = f"exit {event.exit_code}" if event.exit_code is not None else first
+            self.console.print(
+                f"  [{status}]⎿ {summary} ({event.duration_ms / 1000:.1f} s)[/{status}]"
+            )
+            return
+        lines = event.content.splitlines() or [""]
+        for i, line in enumerate(lines[:PREVIEW_LINES]):
+            prefix = "  ⎿ " if i == 0 else "    "
+            self.console.print(Text(prefix + line, style=status), soft_wrap=True)
+        if len(lines) > PREVIEW_LINES:
+            self.console.print(f"    [dim]… {len(lines) - PREVIEW_LINES} more lines[/dim]")
+
+
+def _call_line(event: ToolCallRequested) -> str:
+    try:
+        arguments = event.call.parsed_arguments()
+    except ValueError:
+        return f"{event.call.name}({event.call.arguments[:80]})"
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in arguments.items())
+    return f"{event.call.name}({shown})"
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    first = text.splitlines()[0] if text else text
+    return first if len(first) <= limit and first == text else first[:limit] + "…"
+
+
+def footer(finished: SessionFinished, session_id: str) -> str:
+    """One line: why the session stopped and what it spent."""
+    t: Totals = finished.totals
+    cached = f" ({_k(t.cache_read_tokens)} cached)" if t.cache_read_tokens else ""
+    detail = f": {finished.detail}" if finished.detail else ""
+    return (
+        f"── {finished.reason}{detail} · {t.turns} turns · {t.tool_calls} tool calls · "
+        f"{_k(t.tokens)} tokens{cached} · ${t.cost_usd:.4f} · {t.wall_s:.1f} s · "
+        f"session {session_id}"
+    )
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)

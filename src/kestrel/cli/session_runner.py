@@ -1,0 +1,194 @@
+"""What `kestrel "task"`, `kestrel -p`, `--continue` and `kestrel resume` do, flag by flag."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rich.console import Console
+
+from kestrel import app
+from kestrel.agent.ports import Approver, DenyingApprover
+from kestrel.agent.session import reconcile, start_session
+from kestrel.cli.drive import (
+    EXIT_USAGE,
+    ConsoleApprover,
+    OutputFormat,
+    drive,
+    make_frontend,
+    print_result,
+    prompt_follow_up,
+    report_error,
+)
+from kestrel.cli.render import Frontend
+from kestrel.protocol.errors import ConfigError, SessionNotFound
+from kestrel.protocol.events import Limits, PermissionMode
+from kestrel.settings import Settings, load_settings
+from kestrel.store.base import EventStore
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRequest:
+    """Everything the command line said about one run."""
+
+    task: str | None
+    headless: bool
+    output_format: OutputFormat
+    model: str | None
+    max_turns: int | None
+    max_cost: float | None
+    cwd: Path | None
+    permission_mode: PermissionMode | None
+    continue_latest: bool = False
+    resume_id: str | None = None
+
+
+def run_request(request: RunRequest) -> int:
+    """Run or resume a session as asked; return the process exit code."""
+    console = Console(stderr=request.headless, highlight=False)
+    try:
+        return _run(request, console)
+    except (ConfigError, SessionNotFound) as exc:
+        report_error(exc)
+        return EXIT_USAGE
+
+
+def _run(request: RunRequest, console: Console) -> int:
+    cwd = (request.cwd or Path.cwd()).resolve()
+    settings = _settings(cwd, request)
+    store = app.open_store(settings)
+    try:
+        session_id = _existing_session(store, request, cwd)
+        if session_id is not None:
+            return _resume(store, session_id, settings, request, console)
+        task = request.task
+        if task is None and not request.headless and sys.stdin.isatty():
+            console.print("[bold cyan]What should Kestrel do?[/bold cyan] ", end="")
+            task = input().strip()
+        if not task:
+            raise ConfigError('no task given: kestrel "what to do" (see kestrel --help)')
+        limits = Limits(
+            max_turns=settings.limits.max_turns,
+            max_tokens=settings.limits.max_tokens,
+            max_cost_usd=settings.limits.max_cost_usd,
+            max_wall_s=settings.limits.max_wall_s,
+        )
+        app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)  # Fail early.
+        session_id = start_session(
+            store,
+            task=task,
+            cwd=cwd,
+            model=settings.model,
+            permission_mode=settings.permission_mode,
+            limits=limits,
+            version=app.version(),
+        )
+        return _execute(
+            store, session_id, settings, cwd, request, console, after_seq=0, message=None
+        )
+    finally:
+        store.close()
+
+
+def _settings(cwd: Path, request: RunRequest) -> Settings:
+    flags = {
+        "model": request.model,
+        "max_turns": request.max_turns,
+        "max_cost_usd": request.max_cost,
+        "permission_mode": request.permission_mode,
+    }
+    return load_settings(cwd, env=os.environ, flags=flags, home=Path.home())
+
+
+def _existing_session(store: EventStore, request: RunRequest, cwd: Path) -> str | None:
+    if request.resume_id is not None:
+        return store.resolve(request.resume_id)
+    if request.continue_latest:
+        for summary in store.sessions():
+            if Path(summary.cwd) == cwd:
+                return summary.session_id
+        raise SessionNotFound(f"no earlier session in {cwd} to continue")
+    return None
+
+
+def _resume(
+    store: EventStore, session_id: str, settings: Settings, request: RunRequest, console: Console
+) -> int:
+    records = store.read(session_id)
+    started = records[0].event
+    cwd = Path(getattr(started, "cwd", ".") or ".")
+    # The session's own directory decides which project settings apply, and it keeps its model
+    # unless the command line names another.
+    settings = _settings(
+        cwd, replace(request, model=request.model or getattr(started, "model", None))
+    )
+    finished = next(
+        (r.event for r in reversed(records) if r.event.type == "session_finished"), None
+    )
+    done = (
+        records[-1].event.type == "session_finished" and getattr(finished, "reason", "") == "done"
+    )
+    if done and not request.task and (request.headless or not sys.stdin.isatty()):
+        raise ConfigError(
+            f"session {session_id} already finished; give a follow-up message: "
+            f'kestrel resume {session_id} "..."'
+        )
+    # A finished session with nothing new to say just waits for a follow-up; anything else is
+    # reconciled with the files and continued.
+    return _execute(
+        store,
+        session_id,
+        settings,
+        cwd,
+        request,
+        console,
+        after_seq=records[-1].seq,
+        message=request.task,
+        resuming=not (done and not request.task),
+    )
+
+
+def _execute(
+    store: EventStore,
+    session_id: str,
+    settings: Settings,
+    cwd: Path,
+    request: RunRequest,
+    console: Console,
+    *,
+    after_seq: int,
+    message: str | None,
+    resuming: bool = False,
+) -> int:
+    interactive = not request.headless and sys.stdin.isatty()
+    frontend = make_frontend(request.headless, request.output_format, console)
+    approver = _approver(interactive, console, frontend, store, session_id)
+    parts = app.LoopParts(approver=approver, permission_mode=request.permission_mode)
+    loop = app.build_loop(store, session_id, settings, cwd, parts)
+    if request.max_turns is not None or request.max_cost is not None:
+        loop.config = replace(
+            loop.config,
+            limits=replace(
+                loop.state.limits,
+                max_turns=request.max_turns or loop.state.limits.max_turns,
+                max_cost_usd=request.max_cost or loop.state.limits.max_cost_usd,
+            ),
+        )
+    if resuming:
+        reconcile(loop.state, loop.emit, loop.tools.kind)
+    follow_up = (lambda: prompt_follow_up(console)) if interactive else None
+    finished = asyncio.run(
+        drive(store, loop, frontend, message=message, after_seq=after_seq, follow_up=follow_up)
+    )
+    return print_result(finished, session_id, request.output_format, request.headless)
+
+
+def _approver(
+    interactive: bool, console: Console, frontend: Frontend, store: EventStore, session_id: str
+) -> Approver:
+    if not interactive:
+        return DenyingApprover()
+    return ConsoleApprover(console, frontend, store, session_id, set())

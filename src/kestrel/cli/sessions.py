@@ -1,0 +1,112 @@
+"""`kestrel sessions`: list, show and export sessions from the event log."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kestrel import app as composition
+from kestrel.cli.drive import EXIT_USAGE, report_error
+from kestrel.cli.render import ConsoleFrontend
+from kestrel.protocol.codec import record_to_json
+from kestrel.protocol.errors import ConfigError, SessionNotFound
+from kestrel.settings import load_settings
+from kestrel.store.base import EventStore
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    help="List, show and export sessions.",
+)
+
+
+def _store() -> EventStore:
+    settings = load_settings(Path.cwd(), env=os.environ, flags={}, home=Path.home())
+    return composition.open_store(settings)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    report_error(exc)
+    return typer.Exit(EXIT_USAGE)
+
+
+@app.command("list")
+def list_sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most this many.")] = 50,
+) -> None:
+    """Sessions, newest first."""
+    try:
+        store = _store()
+    except ConfigError as exc:
+        raise _fail(exc) from exc
+    rows = list(store.sessions())[:limit]
+    store.close()
+    if as_json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "session_id": r.session_id,
+                        "created_at": r.created_at,
+                        "updated_at": r.updated_at,
+                        "task": r.task,
+                        "cwd": r.cwd,
+                        "model": r.model,
+                        "events": r.events,
+                        "status": r.status,
+                    }
+                    for r in rows
+                ],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+        return
+    table = Table("id", "updated", "status", "events", "task", "cwd", box=None)
+    for r in rows:
+        when = dt.datetime.fromtimestamp(r.updated_at).strftime("%Y-%m-%d %H:%M")
+        table.add_row(
+            r.session_id,
+            when,
+            r.status,
+            str(r.events),
+            r.task.splitlines()[0][:60] if r.task else "",
+            r.cwd,
+        )
+    Console(highlight=False).print(table if rows else "no sessions yet")
+
+
+@app.command("show")
+def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
+    """The session's transcript, as the interactive view showed it."""
+    try:
+        store = _store()
+        full_id = store.resolve(session_id)
+    except (ConfigError, SessionNotFound) as exc:
+        raise _fail(exc) from exc
+    view = ConsoleFrontend(Console(highlight=False))
+    for record in store.read(full_id):
+        view.render(record)
+    store.close()
+
+
+@app.command("export")
+def export(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
+    """Every event of the session as JSON Lines, in the documented schema."""
+    try:
+        store = _store()
+        full_id = store.resolve(session_id)
+    except (ConfigError, SessionNotFound) as exc:
+        raise _fail(exc) from exc
+    for record in store.read(full_id):
+        print(record_to_json(record))
+    store.close()

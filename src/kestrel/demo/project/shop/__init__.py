@@ -1,0 +1,1 @@
+"""Checkout prices for a small shop."""
