@@ -49,6 +49,7 @@ class ToolRegistry:
             if tool.name in self._tools:
                 raise ValueError(f"two tools are named {tool.name!r}")
             self._tools[tool.name] = tool
+        self._specs: tuple[ToolSpec, ...] | None = None
 
     def names(self) -> tuple[str, ...]:
         """The tool names, in registration order."""
@@ -64,7 +65,13 @@ class ToolRegistry:
         return None if tool is None else tool.kind
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        """What the model is told: each tool's name, description and argument schema."""
+        """What the model is told: each tool's name, description and argument schema.
+
+        Built once: schema generation costs milliseconds, and an unchanged list of tools keeps
+        the provider's prompt cache valid.
+        """
+        if self._specs is not None:
+            return self._specs
         specs = []
         for tool in self._tools.values():
             schema = clean_schema(tool.Args.model_json_schema())
@@ -72,7 +79,8 @@ class ToolRegistry:
             schema.pop("description", None)
             spec = ToolSpec(name=tool.name, description=tool.description, input_schema=schema)
             specs.append(spec)
-        return tuple(specs)
+        self._specs = tuple(specs)
+        return self._specs
 
     def validate(self, call: ToolCall) -> ValidCall | InvalidCall:
         """Check a call without running it: the tool exists and its arguments fit."""
