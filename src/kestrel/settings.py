@@ -175,6 +175,8 @@ ENV_VARS: Mapping[str, tuple[str, ...]] = {
 """Every environment variable `load_settings` reads, and the setting it sets."""
 
 FLAG_NAMES: tuple[str, ...] = tuple(_FLAT)
+_FLAG_SPELLING = {"max_cost_usd": "--max-cost"}
+"""Command-line flags whose names differ from their settings key."""
 """The keys `load_settings` accepts in `flags`."""
 
 
@@ -279,7 +281,7 @@ def _flag_layer(flags: Mapping[str, Any], cwd: Path, home: Path) -> _Layer:
             raise ConfigError(f"unknown flag setting {key!r}{hint}")
         if value is not None:
             _set(data, _FLAT[key], value)
-            names[_FLAT[key]] = "--" + key.replace("_", "-")
+            names[_FLAT[key]] = _FLAG_SPELLING.get(key, "--" + key.replace("_", "-"))
     _anchor_data_dir(data, cwd, home)
     return _Layer(origin="command line", data=data, names=names)
 

@@ -141,12 +141,24 @@ async def test_the_environment_is_scrubbed(executor, tmp_path, monkeypatch):
     assert variables["HOME"] == "/home/someone"
     assert variables["EXTRA"] == "1"
     assert "PATH" in variables
+    assert variables["PYTHONDONTWRITEBYTECODE"] == "1"
+
+
+async def test_python_leaves_no_bytecode_that_could_hide_an_edit(executor, tmp_path):
+    # Same size, same second: a cached .pyc would still say "a - b" after the edit.
+    (tmp_path / "calc.py").write_text("def f(a, b):\n    return a - b\n")
+    run = "python3 -c 'import calc; print(calc.f(2, 3))'"
+    first = await executor.run(run, cwd=tmp_path, timeout_s=30)
+    (tmp_path / "calc.py").write_text("def f(a, b):\n    return a + b\n")
+    second = await executor.run(run, cwd=tmp_path, timeout_s=30)
+    assert (first.output.strip(), second.output.strip()) == ("-1", "5")
+    assert not (tmp_path / "__pycache__").exists()
 
 
 async def test_a_custom_allowlist_replaces_the_default(tmp_path, monkeypatch):
     monkeypatch.setenv("KESTREL_TEST_VISIBLE", "yes")
     executor = LocalExecutor(env_allowlist=["KESTREL_TEST_VISIBLE"])
-    assert executor.environment() == {"KESTREL_TEST_VISIBLE": "yes"}
+    assert executor.environment() == {"KESTREL_TEST_VISIBLE": "yes", "PYTHONDONTWRITEBYTECODE": "1"}
     result = await executor.run(
         "echo ${KESTREL_TEST_VISIBLE}-${HOME:-nohome}", cwd=tmp_path, timeout_s=10
     )

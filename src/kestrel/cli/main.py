@@ -73,12 +73,12 @@ Format = Annotated[
     ),
 ]
 
-run_app = typer.Typer(add_completion=False, epilog=_EPILOG, rich_markup_mode=None)
+run_app = typer.Typer(add_completion=False, rich_markup_mode=None)
 commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 commands_app.add_typer(sessions.app, name="sessions")
 
 
-@run_app.command()
+@run_app.command(epilog=_EPILOG)
 def run(
     task: Annotated[str | None, typer.Argument(help="What to do, in plain language.")] = None,
     print_mode: Print = False,

@@ -28,6 +28,10 @@ DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = (
 )
 """The only parent variables a command sees: API keys and tokens must never reach it."""
 
+DEFAULT_ENV: Mapping[str, str] = {"PYTHONDONTWRITEBYTECODE": "1"}
+"""Set for every command. Python writes no bytecode caches: they would litter the workspace, and
+a cache written in the same second as an edit of the same size hides the edit from the next run."""
+
 Stream = Literal["stdout", "stderr"]
 
 
@@ -48,6 +52,7 @@ class LocalExecutor:
     def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets: allow-listed parent variables, then `overrides`."""
         env = {name: os.environ[name] for name in self._allowlist if name in os.environ}
+        env.update(DEFAULT_ENV)
         env.update(overrides or {})
         return env
 
