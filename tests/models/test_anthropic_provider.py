@@ -94,7 +94,12 @@ async def test_plain_text_streams_deltas_then_completion(wire: WireServer) -> No
         {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
     ]
     assert sent.body["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "Say hello."}]}
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Say hello.", "cache_control": {"type": "ephemeral"}}
+            ],
+        }
     ]
     assert "tools" not in sent.body
 
@@ -209,18 +214,25 @@ async def test_request_groups_tool_results_and_marks_the_stable_prefix(wire: Wir
     assert assistant[2]["input"] == {"raw_arguments": "{not json"}
     assert results == [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"},
-        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "bad regex", "is_error": True},
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_2",
+            "content": "bad regex",
+            "is_error": True,
+            "cache_control": {"type": "ephemeral"},
+        },
     ]
     assert body["tools"][0] == {
         "name": "read_file",
         "description": "Read a file.",
         "input_schema": READ.input_schema,
     }
-    # Breakpoints: last tool, system, and the last block of the turn before the newest one.
+    # Breakpoints: last tool, system, and the last block of the two newest turns.
     assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert assistant[2]["cache_control"] == {"type": "ephemeral"}
-    assert count_cache_marks(body) == 3
+    assert results[-1]["cache_control"] == {"type": "ephemeral"}
+    assert count_cache_marks(body) == 4
 
 
 def test_tool_results_then_user_text_share_one_user_message() -> None:
@@ -242,11 +254,13 @@ def test_tool_results_then_user_text_share_one_user_message() -> None:
     assert [block["type"] for block in last["content"]] == ["tool_result", "text"]
     assert params["messages"][1]["content"][0]["input"] == {}
     assert params["extra_body"] == {"temperature": 0.2}
-    assert count_cache_marks(params) == 1
+    assert count_cache_marks(params) == 2
 
 
-def test_a_single_turn_has_no_message_breakpoint() -> None:
-    assert count_cache_marks(build_params(MODEL, HELLO)) == 1
+def test_a_single_turn_is_marked_as_the_newest() -> None:
+    params = build_params(MODEL, HELLO)
+    assert count_cache_marks(params) == 2
+    assert params["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
 
 
 async def test_rate_limit_honours_retry_after_then_succeeds(

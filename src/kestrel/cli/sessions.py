@@ -17,6 +17,7 @@ from kestrel.cli.drive import EXIT_USAGE, report_error
 from kestrel.cli.render import ConsoleFrontend
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
+from kestrel.protocol.events import Record
 from kestrel.settings import load_settings
 from kestrel.store.base import EventStore
 
@@ -85,28 +86,30 @@ def list_sessions(
     Console(highlight=False).print(table if rows else "no sessions yet")
 
 
+def _records(session_id: str) -> list[Record]:
+    """Every record of the session named by id or prefix; a clear error when there is none."""
+    try:
+        store = _store()
+    except ConfigError as exc:
+        raise _fail(exc) from exc
+    try:
+        return list(store.read(store.resolve(session_id)))
+    except SessionNotFound as exc:
+        raise _fail(exc) from exc
+    finally:
+        store.close()
+
+
 @app.command("show")
 def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
     """The session's transcript, as the interactive view showed it."""
-    try:
-        store = _store()
-        full_id = store.resolve(session_id)
-    except (ConfigError, SessionNotFound) as exc:
-        raise _fail(exc) from exc
     view = ConsoleFrontend(Console(highlight=False))
-    for record in store.read(full_id):
+    for record in _records(session_id):
         view.render(record)
-    store.close()
 
 
 @app.command("export")
 def export(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
     """Every event of the session as JSON Lines, in the documented schema."""
-    try:
-        store = _store()
-        full_id = store.resolve(session_id)
-    except (ConfigError, SessionNotFound) as exc:
-        raise _fail(exc) from exc
-    for record in store.read(full_id):
+    for record in _records(session_id):
         print(record_to_json(record))
-    store.close()

@@ -138,8 +138,9 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
         "messages": _wire_messages(request.messages),
         "stream": True,
     }
-    # Breakpoints: last tool, system prompt, and the message before the newest turn. That is
-    # three of the four the API allows; everything before each one is the same on the next call.
+    # Breakpoints, four as the API allows: last tool, system prompt, the turn before the newest,
+    # and the newest turn. The newest one writes the cache that the next call, whose prefix is
+    # this whole request, reads; the one before it still hits if the newest was not cached.
     if request.system:
         params["system"] = [{"type": "text", "text": request.system, "cache_control": _EPHEMERAL}]
     if request.tools:
@@ -147,8 +148,8 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
         tools[-1]["cache_control"] = _EPHEMERAL
         params["tools"] = tools
     messages: list[dict[str, Any]] = params["messages"]
-    if len(messages) >= 2:
-        messages[-2]["content"][-1]["cache_control"] = _EPHEMERAL
+    for message in messages[-2:]:
+        message["content"][-1]["cache_control"] = _EPHEMERAL
     if request.temperature is not None:
         # Not a named argument of the SDK's create(); sent as given for models that accept it.
         params["extra_body"] = {"temperature": request.temperature}
