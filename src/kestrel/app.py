@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +22,7 @@ from kestrel.protocol.events import PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.local import LocalExecutor
-from kestrel.settings import Settings
+from kestrel.settings import API_KEY_ENV, Settings
 from kestrel.store import default_data_dir
 from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
@@ -63,6 +63,19 @@ def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None =
     if name == "anthropic":
         return AnthropicProvider(model, base_url=base_url)
     return OpenAICompatProvider(model, base_url=base_url)
+
+
+def check_credentials(settings: Settings, env: Mapping[str, str]) -> None:
+    """Fail before a session starts when its provider has no API key to use."""
+    variable = API_KEY_ENV.get(settings.provider)
+    local = settings.base_url or (settings.provider == "openai" and env.get("OPENAI_BASE_URL"))
+    if variable is None or env.get(variable) or local:
+        return
+    raise ConfigError(
+        f"{variable} is not set: export it to use {settings.model}, or choose another model "
+        "with --model (e.g. openai:MODEL with KESTREL_BASE_URL for a local server, or "
+        "scripted:script.json, which needs no key)"
+    )
 
 
 def streamer_for(provider: Provider, policy: RetryPolicy | None = None) -> _Streamer:

@@ -111,3 +111,10 @@ def test_sessions_list_show_export(env: Env) -> None:
     )
     missing = env.run("sessions", "show", "zzzz")
     assert missing.returncode == 2 and "zzzz" in missing.stderr
+
+
+def test_a_missing_api_key_stops_before_any_session_starts(env: Env) -> None:
+    env.vars.pop("ANTHROPIC_API_KEY", None)
+    done = env.run("-p", "hello", "--model", "anthropic:claude-sonnet-4-5")
+    assert done.returncode == 2 and "ANTHROPIC_API_KEY is not set" in done.stderr
+    assert json.loads(env.run("sessions", "list", "--json").stdout) == []

@@ -76,7 +76,8 @@ def _run(request: RunRequest, console: Console) -> int:
             max_cost_usd=settings.limits.max_cost_usd,
             max_wall_s=settings.limits.max_wall_s,
         )
-        app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)  # Fail early.
+        app.check_credentials(settings, os.environ)  # Fail before the session starts.
+        app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
         session_id = start_session(
             store,
             task=task,
