@@ -142,3 +142,14 @@ def test_ctrl_c_cancels_cleanly_and_the_session_resumes(env: Env) -> None:
     resumed = env.run("resume", str(records[0]["session_id"]), "-p")
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "Carried on."
+
+
+def test_ctrl_c_at_a_question_ends_at_once_and_is_recorded(env: Env) -> None:
+    write_script(env, BASH_THEN_DONE)
+    term = Terminal(env, "make a file", "--model", f"scripted:{env.script}")
+    term.expect("Allow bash?")
+    term.proc.send_signal(signal.SIGINT)  # Nobody presses Enter: the read must not hold exit.
+    assert term.close() == 130
+    assert not (env.project / "made.txt").exists()
+    (listed,) = json.loads(env.run("sessions", "list", "--json").stdout)
+    assert listed["status"] == "cancelled"

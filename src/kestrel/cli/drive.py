@@ -7,6 +7,7 @@ import contextlib
 import json
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -146,7 +147,7 @@ class ConsoleApprover:
             "[y]es / [n]o / [a]lways for this run ",
             end="",
         )
-        answer = await asyncio.to_thread(_read_line)
+        answer = await read_line()
         choice = (answer or "n").strip().lower()[:1]
         if choice == "a":
             self.always.add(call.name)
@@ -161,8 +162,30 @@ class ConsoleApprover:
 async def prompt_follow_up(console: Console) -> str | None:
     """Ask for the next message; an empty line or end of input ends the session."""
     console.print("[bold cyan]>[/bold cyan] ", end="")
-    line = await asyncio.to_thread(_read_line)
+    line = await read_line()
     return line.strip() if line else None
+
+
+async def read_line() -> str | None:
+    """One line from standard input, without blocking the event loop.
+
+    The reader is a daemon thread rather than the default executor: a Ctrl-C while the person
+    is being asked must end the program without waiting for an Enter that never comes.
+    """
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str | None] = loop.create_future()
+
+    def settle(value: str | None) -> None:
+        if not answer.done():
+            answer.set_result(value)
+
+    def reader() -> None:
+        value = _read_line()
+        with contextlib.suppress(RuntimeError):  # The loop may have closed meanwhile.
+            loop.call_soon_threadsafe(settle, value)
+
+    threading.Thread(target=reader, name="kestrel-stdin", daemon=True).start()
+    return await answer
 
 
 def _read_line() -> str | None:
