@@ -34,6 +34,10 @@ WHEN = {
     "tool_finished": "When a tool call ends: it ran, it was refused, or it was interrupted.",
     "file_changed": "Before each file write a tool makes, so the log shows it even if the "
     "write is cut short.",
+    "checkpoint_created": "Before the first tool call that may change files (the baseline), "
+    "then after each batch of edits or commands that changed any file.",
+    "rewound": "When the person rewinds a session to a checkpoint, after the files are "
+    "restored.",
     "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
     "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
     "(`stop`).",
@@ -122,6 +126,19 @@ MEANING: dict[str, dict[str, str]] = {
         "after_hash": "SHA-256 (hex) of the file after; null when the file is deleted.",
         "diff": "Unified diff of the change.",
     },
+    "checkpoint_created": {
+        "checkpoint_id": "The checkpoint's id; `kestrel rewind` takes it or a prefix.",
+        "label": "What the checkpoint follows, e.g. `after edit_file, bash`.",
+        "call_ids": "The calls whose changes it records; empty for the baseline.",
+        "changes": "Paths changed since the previous checkpoint (none listed for the "
+        "baseline, at most 200).",
+        "more_changes": "How many more paths changed than `changes` lists.",
+    },
+    "rewound": {
+        "checkpoint_id": "The checkpoint the files were restored to.",
+        "to_seq": "The seq of that checkpoint's `checkpoint_created`: records after it, up to "
+        "this one, no longer count for the conversation (their spending still counts).",
+    },
     "budget_warning": {
         "budget": "Which budget.",
         "used": "How much is spent (turns, tokens, US dollars or seconds).",
@@ -142,6 +159,11 @@ MEANING: dict[str, dict[str, str]] = {
         "detail": "More about the reason, in words.",
         "final_text": "The model's last text, when it finished on its own.",
         "totals": "What the session spent, over all its runs.",
+    },
+    "ChangedFile": {
+        "path": "The path, relative to the working directory.",
+        "status": "`A` added, `M` modified, `D` deleted, `R` renamed.",
+        "old_path": "The path before a rename; null otherwise.",
     },
     "Limits": {
         "max_turns": "Most model calls; null for no limit.",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import hashlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -10,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 from kestrel.agent.loop import AgentLoop, LoopConfig
-from kestrel.agent.ports import Approver, OnRetry, ToolEnvironment
+from kestrel.agent.ports import Approver, OnRetry, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import build_system_prompt, find_memory_files, load_memory
 from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
@@ -18,7 +20,7 @@ from kestrel.models.openai_compat import OpenAICompatProvider
 from kestrel.models.retry import RetryPolicy, stream_with_retry
 from kestrel.models.scripted import ScriptedProvider
 from kestrel.protocol.errors import ConfigError
-from kestrel.protocol.events import PermissionMode
+from kestrel.protocol.events import ChangedFile, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.local import LocalExecutor
@@ -27,6 +29,7 @@ from kestrel.store import default_data_dir
 from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.registry import ToolRegistry, default_tools
+from kestrel.workspace import CheckpointStore
 
 PROVIDERS = ("anthropic", "openai", "scripted")
 
@@ -92,6 +95,35 @@ class _Streamer:
         return stream_with_retry(self.provider, request, policy=self.policy, on_retry=on_retry)
 
 
+@dataclass(frozen=True, slots=True)
+class GitCheckpointer:
+    """Checkpoints in a shadow git repository in the data directory, one per workspace."""
+
+    store: CheckpointStore
+
+    async def snapshot(self, label: str) -> Snapshot | None:
+        """Record the workspace without blocking the event loop."""
+        checkpoint = await asyncio.to_thread(self.store.snapshot, label)
+        if checkpoint is None:
+            return None
+        changes = tuple(
+            ChangedFile(path=c.path, status=c.status, old_path=c.old_path)
+            for c in checkpoint.changes
+        )
+        return Snapshot(checkpoint_id=checkpoint.id, changes=changes)
+
+    async def restore(self, checkpoint_id: str) -> None:
+        """Bring the workspace's files back to the checkpoint."""
+        await asyncio.to_thread(self.store.restore, checkpoint_id)
+
+
+def checkpointer_for(settings: Settings, root: Path, session_id: str) -> GitCheckpointer:
+    """The checkpointer of a session: a shadow repository keyed by the workspace's path."""
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    git_dir = data_dir(settings) / "checkpoints" / key
+    return GitCheckpointer(CheckpointStore(root, git_dir, session=session_id))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopParts:
     """Collaborators a frontend chooses; everything else comes from settings."""
@@ -100,6 +132,7 @@ class LoopParts:
     provider: Provider | None = None
     executor: Executor | None = None
     permission_mode: PermissionMode | None = None
+    checkpoints: bool = True
 
 
 def build_loop(
@@ -132,6 +165,7 @@ def build_loop(
         environment=environment,
         approver=parts.approver,
         config=config,
+        checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
     )
 
 

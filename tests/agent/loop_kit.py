@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kestrel.agent.loop import AgentLoop, LoopConfig
-from kestrel.agent.ports import Approver, DenyingApprover, ToolEnvironment
+from kestrel.agent.ports import Approver, Checkpointer, DenyingApprover, ToolEnvironment
 from kestrel.agent.session import start_session
 from kestrel.app import streamer_for
 from kestrel.models.retry import RetryPolicy
@@ -28,6 +28,7 @@ def make_loop(
     limits: Limits | None = None,
     approver: Approver | None = None,
     clock: Callable[[], float] = time.time,
+    checkpointer: Checkpointer | None = None,
 ) -> AgentLoop:
     """A loop over a new session in `root` that follows `turns`."""
     store = store or MemoryStore(clock=clock)
@@ -51,6 +52,7 @@ def make_loop(
         approver=approver or DenyingApprover(),
         config=LoopConfig(system_prompt="You are being tested."),
         clock=clock,
+        checkpointer=checkpointer,
     )
 
 

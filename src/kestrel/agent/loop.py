@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budgets
 from kestrel.agent.loops import LoopDetector, signature
-from kestrel.agent.ports import Approver, ModelStreamer, ToolEnvironment
+from kestrel.agent.ports import Approver, Checkpointer, ModelStreamer, ToolEnvironment
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner
 from kestrel.protocol.errors import ProviderError
@@ -69,15 +69,19 @@ class AgentLoop:
     approver: Approver
     config: LoopConfig
     clock: Callable[[], float] = time.time
+    checkpointer: Checkpointer | None = None
     state: SessionState = field(init=False)
-    detector: LoopDetector = field(init=False)
 
     def __post_init__(self) -> None:
         self.state = replay(self.store.read(self.session_id))
-        self.detector = LoopDetector(self.config.warn_after, self.config.stop_after)
+
+    def _watch_for_loops(self) -> LoopDetector:
+        """A detector that has already seen the calls the conversation holds."""
+        detector = LoopDetector(self.config.warn_after, self.config.stop_after)
         for call_id, result in self.state.results.items():
             if call_id in self.state.calls:
-                self.detector.observe(signature(self.state.calls[call_id], result.content))
+                detector.observe(signature(self.state.calls[call_id], result.content))
+        return detector
 
     def emit(self, event: Event) -> Record:
         """Append `event` durably, then fold it into the loop's state."""
@@ -92,15 +96,22 @@ class AgentLoop:
 
     async def run(self) -> SessionFinished:
         """Step until the model stops calling tools, a limit is hit, or the run is cancelled."""
+        detector = self._watch_for_loops()
         mode = self.config.permission_mode or self.state.permission_mode
         runner = ToolRunner(
-            self.emit, self.state, self.tools, self.environment, self.approver, mode
+            self.emit,
+            self.state,
+            self.tools,
+            self.environment,
+            self.approver,
+            mode,
+            self.checkpointer,
         )
         try:
             while self.state.finished is None:
                 if self.state.pending:
                     finished = await runner.run_calls(list(self.state.pending))
-                    if (stop := self._after_tools(finished)) is not None:
+                    if (stop := self._after_tools(finished, detector)) is not None:
                         return self._finish(*stop)
                     continue
                 if (spent := budgets.exceeded(self._limits, self._live_totals())) is not None:
@@ -171,11 +182,13 @@ class AgentLoop:
                 return completed
         raise ProviderError("the model's reply ended without completing")
 
-    def _after_tools(self, finished: list[tuple[ToolCall, str]]) -> tuple[FinishReason, str] | None:
+    def _after_tools(
+        self, finished: list[tuple[ToolCall, str]], detector: LoopDetector
+    ) -> tuple[FinishReason, str] | None:
         """Loop detection over the calls just finished, then budget warnings."""
         stop: tuple[FinishReason, str] | None = None
         for call, content in finished:
-            verdict = self.detector.observe(signature(call, content))
+            verdict = detector.observe(signature(call, content))
             if verdict is not None and stop is None:
                 self.emit(
                     LoopDetected(

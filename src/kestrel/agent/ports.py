@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from kestrel.protocol.errors import ProviderError
-from kestrel.protocol.events import ToolKind
+from kestrel.protocol.events import ChangedFile, ToolKind
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolCall
 from kestrel.sandbox.base import Executor
 
@@ -58,3 +58,23 @@ class ToolEnvironment:
     artifacts_dir: Path
     bash_timeout_s: float = 120.0
     max_output_chars: int = 30_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """A recorded state of the workspace and what changed since the previous one."""
+
+    checkpoint_id: str
+    changes: tuple[ChangedFile, ...]
+
+
+class Checkpointer(Protocol):
+    """Records the workspace's files so a session can be rewound to any recorded point."""
+
+    async def snapshot(self, label: str) -> Snapshot | None:
+        """Record the files now; `None` when nothing changed since the last record."""
+        ...
+
+    async def restore(self, checkpoint_id: str) -> None:
+        """Make the workspace's files exactly what they were at `checkpoint_id`."""
+        ...

@@ -7,12 +7,15 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from kestrel.agent.ports import Checkpointer
 from kestrel.agent.state import SessionState
+from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import (
     Event,
     Limits,
     PermissionMode,
     Record,
+    Rewound,
     SessionResumed,
     SessionStarted,
     ToolFinished,
@@ -21,6 +24,10 @@ from kestrel.protocol.events import (
 )
 from kestrel.protocol.messages import ToolCall
 from kestrel.store.base import EventStore
+
+
+class CheckpointNotFound(KestrelError):
+    """No checkpoint of the session, or more than one, matches the id given."""
 
 
 def new_session_id() -> str:
@@ -128,3 +135,34 @@ def file_hash(path: Path) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:
         return None
+
+
+def find_checkpoint(state: SessionState, id_or_prefix: str) -> str:
+    """The one checkpoint of the session whose id starts with the argument."""
+    matches = [cid for cid in state.checkpoints if cid.startswith(id_or_prefix)]
+    if len(matches) != 1:
+        known = ", ".join(cid[:12] for cid in state.checkpoints) or "none yet"
+        what = "no" if not matches else "more than one"
+        raise CheckpointNotFound(
+            f"{what} checkpoint of session {state.session_id} matches {id_or_prefix!r} "
+            f"(checkpoints: {known})"
+        )
+    return matches[0]
+
+
+async def rewind(
+    state: SessionState,
+    emit: Callable[[Event], Record],
+    checkpointer: Checkpointer,
+    id_or_prefix: str,
+) -> Rewound:
+    """Restore the files of a checkpoint, then log that the conversation goes back there too.
+
+    The files come first: if the process dies in between, running the rewind again is harmless,
+    while a logged rewind whose files were never restored would mislead the model.
+    """
+    checkpoint_id = find_checkpoint(state, id_or_prefix)
+    await checkpointer.restore(checkpoint_id)
+    rewound = Rewound(checkpoint_id=checkpoint_id, to_seq=state.checkpoints[checkpoint_id].seq)
+    emit(rewound)
+    return rewound

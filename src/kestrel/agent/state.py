@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from kestrel.protocol.events import (
     BudgetWarning,
+    CheckpointCreated,
     FileChanged,
     Limits,
     LoopDetected,
@@ -18,6 +19,7 @@ from kestrel.protocol.events import (
     PermissionDecided,
     PermissionMode,
     Record,
+    Rewound,
     SessionFinished,
     SessionResumed,
     SessionStarted,
@@ -28,6 +30,19 @@ from kestrel.protocol.events import (
     UserMessage,
 )
 from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, UserTurn
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """The conversation as it stood when a checkpoint was recorded, for rewinding to it."""
+
+    seq: int
+    messages: tuple[Message, ...]
+    pending: tuple[ToolCall, ...]
+    calls: frozenset[str]
+    """Ids of the calls requested by then; a rewind forgets the others."""
+    finished: frozenset[str]
+    """Ids of the calls that had a result by then."""
 
 
 @dataclass(slots=True)
@@ -56,6 +71,7 @@ class SessionState:
     warned_budgets: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     """Kestrel's notes to the model (loop and budget warnings) waiting for a tool result."""
+    checkpoints: dict[str, Mark] = field(default_factory=dict)
     segment_start: float | None = None
     wall_before_segment: float = 0.0
     last_at: float = 0.0
@@ -86,8 +102,19 @@ def apply(state: SessionState, record: Record) -> None:
             state.permission_mode, state.limits = event.permission_mode, event.limits
         case UserMessage():
             _flush_pending(state, force=True)
-            state.messages.append(UserTurn(text=event.text))
+            notes, state.notes = state.notes, []
+            state.messages.append(UserTurn(text="\n\n".join([*notes, event.text])))
             state.finished = None
+        case CheckpointCreated():
+            state.checkpoints[event.checkpoint_id] = Mark(
+                seq=record.seq,
+                messages=tuple(state.messages),
+                pending=tuple(state.pending),
+                calls=frozenset(state.calls),
+                finished=frozenset(state.results),
+            )
+        case Rewound():
+            _rewind(state, event)
         case ModelCompleted():
             _flush_pending(state, force=True)
             state.messages.append(event.message)
@@ -118,6 +145,33 @@ def apply(state: SessionState, record: Record) -> None:
         case SessionFinished():
             state.finished = event
     state.totals = replace(state.totals, wall_s=wall_seconds(state, record.at))
+
+
+def _rewind(state: SessionState, event: Rewound) -> None:
+    """Go back to the conversation of a checkpoint; calls it had not run yet are answered."""
+    mark = state.checkpoints[event.checkpoint_id]
+    # Calls after the mark never happened for the conversation; a model may even reuse their ids.
+    state.calls = {k: v for k, v in state.calls.items() if k in mark.calls}
+    state.results = {k: v for k, v in state.results.items() if k in mark.finished}
+    state.decisions = {k: v for k, v in state.decisions.items() if k in mark.finished}
+    state.writes = {k: v for k, v in state.writes.items() if k in mark.finished}
+    state.started &= mark.finished
+    state.messages = list(mark.messages)
+    state.messages.extend(
+        ToolResultTurn(
+            call_id=c.id,
+            name=c.name,
+            content="[kestrel] Not run: the files were rewound to before this call.",
+            is_error=True,
+        )
+        for c in mark.pending
+    )
+    state.pending, state.notes, state.finished = [], [], None
+    _attach_note(
+        state,
+        f"[kestrel] The person rewound the files to checkpoint {event.checkpoint_id[:12]}: "
+        "every change after this point was undone.",
+    )
 
 
 def wall_seconds(state: SessionState, now: float) -> float:

@@ -7,10 +7,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from kestrel.agent.ports import Approver, ToolEnvironment
+from kestrel.agent.ports import Approver, Checkpointer, ToolEnvironment
 from kestrel.agent.state import SessionState
 from kestrel.policy.modes import decide
+from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import (
+    CheckpointCreated,
+    ErrorOccurred,
     Event,
     FileChanged,
     PermissionDecided,
@@ -25,6 +28,9 @@ from kestrel.protocol.messages import ToolCall
 from kestrel.tools.base import PlannedWrite, ToolContext
 from kestrel.tools.registry import ToolRegistry
 
+MAX_LISTED_CHANGES = 200
+"""Changed paths listed in one checkpoint event; the rest are counted."""
+
 
 class ToolRunner:
     """Turns tool calls into permission decisions, runs and results, each one an event."""
@@ -37,6 +43,7 @@ class ToolRunner:
         environment: ToolEnvironment,
         approver: Approver,
         mode: PermissionMode,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
         self._emit = emit
         self._state = state
@@ -44,6 +51,7 @@ class ToolRunner:
         self._env = environment
         self._approver = approver
         self._mode = mode
+        self._checkpointer = checkpointer
 
     async def run_calls(self, calls: Sequence[ToolCall]) -> list[tuple[ToolCall, str]]:
         """Run the calls that have no result yet; return every call with its result, in order."""
@@ -54,7 +62,13 @@ class ToolRunner:
                 self._emit(ToolCallRequested(call=call, read_only=kind == "read"))
         allowed = [c for c in todo if await self._permitted(c)]
         for group in _batches(allowed, self._tools):
+            changing = tuple(c for c in group if self._tools.kind(c.name) in ("edit", "execute"))
+            if changing and not self._state.checkpoints:
+                await self._checkpoint("before the first change", ())
             await asyncio.gather(*(self._run_one(c) for c in group))
+            if changing:
+                names = ", ".join(sorted({c.name for c in changing}))
+                await self._checkpoint(f"after {names}", tuple(c.id for c in changing))
         return [(c, self._state.results[c.id].content) for c in calls]
 
     def interrupt_unfinished(self, reason: str) -> None:
@@ -69,6 +83,30 @@ class ToolRunner:
                     interrupted=True,
                 )
             )
+
+    async def _checkpoint(self, label: str, call_ids: tuple[str, ...]) -> None:
+        """Record the workspace; a failure is logged and the session goes on without it."""
+        if self._checkpointer is None:
+            return
+        try:
+            snapshot = await self._checkpointer.snapshot(label)
+        except KestrelError as exc:
+            self._emit(
+                ErrorOccurred(error_kind=type(exc).__name__, message=str(exc), recoverable=True)
+            )
+            return
+        if snapshot is None:
+            return
+        shown = snapshot.changes[:MAX_LISTED_CHANGES] if call_ids else ()
+        self._emit(
+            CheckpointCreated(
+                checkpoint_id=snapshot.checkpoint_id,
+                label=label,
+                call_ids=call_ids,
+                changes=shown,
+                more_changes=len(snapshot.changes) - len(shown) if call_ids else 0,
+            )
+        )
 
     async def _permitted(self, call: ToolCall) -> bool:
         decided = self._state.decisions.get(call.id)

@@ -13,12 +13,13 @@ from kestrel.cli.drive import EXIT_USAGE, OutputFormat
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.protocol.events import PermissionMode
 
-SUBCOMMANDS = ("resume", "sessions", "demo")
+SUBCOMMANDS = ("resume", "rewind", "checkpoints", "sessions", "demo")
 
 _EPILOG = (
-    "Other commands: kestrel resume ID [MESSAGE] · kestrel sessions list|show|export · "
-    "kestrel demo.  Exit codes: 0 done, 1 error, 2 bad usage or settings, 3 a budget or "
-    "loop limit stopped the session, 130 cancelled."
+    "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
+    "CHECKPOINT [MESSAGE] · kestrel sessions list|show|export · kestrel demo.  Exit codes: "
+    "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
+    "130 cancelled."
 )
 
 Model = Annotated[
@@ -134,6 +135,43 @@ def resume(
         resume_id=session_id,
     )
     raise typer.Exit(run_request(request))
+
+
+@commands_app.command()
+def rewind(
+    session_id: Annotated[str, typer.Argument(help="The session id, or a unique prefix of it.")],
+    checkpoint: Annotated[
+        str, typer.Argument(help="A checkpoint id (or prefix) from `kestrel checkpoints ID`.")
+    ],
+    message: Annotated[str | None, typer.Argument(help="What to do from there.")] = None,
+    print_mode: Print = False,
+    output_format: Format = "text",
+    permission_mode: Mode = None,
+) -> None:
+    """Restore the files of a checkpoint and continue the conversation from that point."""
+    request = RunRequest(
+        task=message,
+        headless=print_mode,
+        output_format=output_format,
+        model=None,
+        max_turns=None,
+        max_cost=None,
+        cwd=None,
+        permission_mode=permission_mode,
+        resume_id=session_id,
+        rewind_to=checkpoint,
+    )
+    raise typer.Exit(run_request(request))
+
+
+@commands_app.command()
+def checkpoints(
+    session_id: Annotated[str, typer.Argument(help="The session id, or a unique prefix of it.")],
+) -> None:
+    """The session's checkpoints, oldest first, with the files each one changed."""
+    from kestrel.cli.sessions import print_checkpoints
+
+    print_checkpoints(session_id)
 
 
 @commands_app.command()

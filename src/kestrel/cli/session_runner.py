@@ -11,9 +11,11 @@ from pathlib import Path
 from rich.console import Console
 
 from kestrel import app
+from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approver, DenyingApprover
-from kestrel.agent.session import reconcile, start_session
+from kestrel.agent.session import CheckpointNotFound, reconcile, rewind, start_session
 from kestrel.cli.drive import (
+    EXIT_DONE,
     EXIT_USAGE,
     ConsoleApprover,
     OutputFormat,
@@ -44,6 +46,7 @@ class RunRequest:
     permission_mode: PermissionMode | None
     continue_latest: bool = False
     resume_id: str | None = None
+    rewind_to: str | None = None
 
 
 def run_request(request: RunRequest) -> int:
@@ -51,7 +54,7 @@ def run_request(request: RunRequest) -> int:
     console = Console(stderr=request.headless, highlight=False)
     try:
         return _run(request, console)
-    except (ConfigError, SessionNotFound) as exc:
+    except (ConfigError, SessionNotFound, CheckpointNotFound) as exc:
         report_error(exc)
         return EXIT_USAGE
 
@@ -132,7 +135,8 @@ def _resume(
     done = (
         records[-1].event.type == "session_finished" and getattr(finished, "reason", "") == "done"
     )
-    if done and not request.task and (request.headless or not sys.stdin.isatty()):
+    quiet = request.headless or not sys.stdin.isatty()
+    if done and not request.task and quiet and request.rewind_to is None:
         raise ConfigError(
             f"session {session_id} already finished; give a follow-up message: "
             f'kestrel resume {session_id} "..."'
@@ -180,11 +184,32 @@ def _execute(
         )
     if resuming:
         reconcile(loop.state, loop.emit, loop.tools.kind)
+    if request.rewind_to is not None:
+        _rewind(loop, request.rewind_to)
+        if message is None and interactive:
+            console.print("[bold cyan]What now?[/bold cyan] ", end="")
+            message = input().strip() or None
+        if message is None:
+            return EXIT_DONE
+        after_seq = loop.state.last_seq - 1  # Show the rewind itself, then what follows.
     follow_up = (lambda: prompt_follow_up(console)) if interactive else None
     finished = asyncio.run(
         drive(store, loop, frontend, message=message, after_seq=after_seq, follow_up=follow_up)
     )
     return print_result(finished, session_id, request.output_format, request.headless)
+
+
+def _rewind(loop: AgentLoop, checkpoint: str) -> None:
+    """Restore the files of a checkpoint and log the rewind; say what happened."""
+    if loop.checkpointer is None:
+        raise ConfigError("checkpoints are off for this session; nothing to rewind")
+    rewound = asyncio.run(rewind(loop.state, loop.emit, loop.checkpointer, checkpoint))
+    Console(stderr=True, highlight=False).print(
+        f"Rewound the files to checkpoint {rewound.checkpoint_id[:12]}; the conversation "
+        f"continues from event {rewound.to_seq}. Continue with: "
+        f'kestrel resume {loop.session_id} "what to do now"',
+        soft_wrap=True,
+    )
 
 
 def _approver(

@@ -17,7 +17,7 @@ from kestrel.cli.drive import EXIT_USAGE, report_error
 from kestrel.cli.render import ConsoleFrontend
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
-from kestrel.protocol.events import Record
+from kestrel.protocol.events import CheckpointCreated, Record, Rewound
 from kestrel.settings import load_settings
 from kestrel.store.base import EventStore
 
@@ -113,3 +113,30 @@ def export(session_id: Annotated[str, typer.Argument(help="Session id or unique 
     """Every event of the session as JSON Lines, in the documented schema."""
     for record in _records(session_id):
         print(record_to_json(record))
+
+
+def print_checkpoints(session_id: str) -> None:
+    """List a session's checkpoints from its log; rewound ones are marked."""
+    records = _records(session_id)
+    rewound_ranges = [(r.event.to_seq, r.seq) for r in records if isinstance(r.event, Rewound)]
+    console = Console(highlight=False)
+    shown = 0
+    for record in records:
+        event = record.event
+        if not isinstance(event, CheckpointCreated):
+            continue
+        shown += 1
+        undone = any(start < record.seq < end for start, end in rewound_ranges)
+        mark = " [dim](rewound)[/dim]" if undone else ""
+        when = dt.datetime.fromtimestamp(record.at).strftime("%H:%M:%S")
+        console.print(
+            f"[bold]{event.checkpoint_id[:12]}[/bold]  {when}  event {record.seq}  "
+            f"{event.label}{mark}"
+        )
+        for change in event.changes:
+            old = f"{change.old_path} -> " if change.old_path else ""
+            console.print(f"    {change.status} {old}{change.path}", soft_wrap=True)
+        if event.more_changes:
+            console.print(f"    … and {event.more_changes} more")
+    if not shown:
+        console.print("no checkpoints yet: they are recorded when a tool changes files")

@@ -210,6 +210,43 @@ class FileChanged:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChangedFile:
+    """One path that differs from the previous checkpoint: added, modified, deleted or renamed."""
+
+    path: str
+    status: Literal["A", "M", "D", "R"]
+    old_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointCreated:
+    """The workspace's files were recorded; `rewind` can bring them back to this point."""
+
+    type: Literal["checkpoint_created"] = "checkpoint_created"
+    checkpoint_id: str
+    label: str
+    call_ids: tuple[str, ...] = ()
+    """The tool calls whose changes this checkpoint records; empty for the baseline."""
+    changes: tuple[ChangedFile, ...] = ()
+    """What changed since the previous checkpoint (none listed for the baseline)."""
+    more_changes: int = 0
+    """How many further changed paths were left out of `changes` to keep the event small."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rewound:
+    """The files were restored to a checkpoint and the conversation continues from there.
+
+    Events after `to_seq` (the checkpoint's own event) and before this one stay in the log but no
+    longer count for the conversation; what they spent still counts for the budgets.
+    """
+
+    type: Literal["rewound"] = "rewound"
+    checkpoint_id: str
+    to_seq: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetWarning:
     """A budget passed its warning threshold."""
 
@@ -265,6 +302,8 @@ Event = Annotated[
     | ToolOutputChunk
     | ToolFinished
     | FileChanged
+    | CheckpointCreated
+    | Rewound
     | BudgetWarning
     | LoopDetected
     | ErrorOccurred
@@ -287,6 +326,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "BudgetKind",
     "BudgetWarning",
+    "ChangedFile",
+    "CheckpointCreated",
     "ErrorOccurred",
     "Event",
     "FileChanged",
@@ -302,6 +343,7 @@ __all__ = [
     "PermissionDecided",
     "PermissionMode",
     "Record",
+    "Rewound",
     "SessionFinished",
     "SessionResumed",
     "SessionStarted",
