@@ -122,3 +122,16 @@ async def test_a_command_that_never_started_runs_after_resume(tmp_path: Path) ->
     events = [r.event for r in loop.store.read(loop.session_id)]
     assert sum(isinstance(e, SessionResumed) for e in events) == 1
     assert sum(isinstance(e, ToolFinished) for e in events) == 1
+
+
+async def test_a_write_killed_before_its_rename_leaves_no_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("old\n")
+    leftover = tmp_path / ".f.txt.0123456789ab.tmp"
+    leftover.write_text("ne")  # The half-written new content.
+    unrelated = tmp_path / ".f.txt.notours.tmp"
+    unrelated.write_text("keep")
+    loop = crashed_mid_call(tmp_path, "edit_file", edit_args(), announced())
+    reconcile(loop.state, loop.emit, loop.tools.kind)
+    assert not leftover.exists() and unrelated.exists()
+    await loop.run()
+    assert (tmp_path / "f.txt").read_text() == "new\n"

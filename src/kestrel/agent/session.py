@@ -24,6 +24,7 @@ from kestrel.protocol.events import (
 )
 from kestrel.protocol.messages import ToolCall
 from kestrel.store.base import EventStore
+from kestrel.tools.paths import remove_leftover_temps
 
 
 class CheckpointNotFound(KestrelError):
@@ -95,6 +96,8 @@ def _settle(state: SessionState, call: ToolCall, kind: ToolKind | None) -> ToolF
     if kind == "edit":
         writes = state.writes.get(call.id, [])
         root = Path(state.cwd)
+        for write in writes:
+            remove_leftover_temps(_resolve(root, write.path))
         current = [file_hash(_resolve(root, w.path)) for w in writes]
         if all(h == w.before_hash for h, w in zip(current, writes, strict=True)):
             return None

@@ -131,6 +131,21 @@ def write_atomically(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def remove_leftover_temps(path: Path) -> list[Path]:
+    """Delete temporary files a killed `write_atomically` of `path` left beside it."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{12}}\.tmp")
+    removed: list[Path] = []
+    try:
+        siblings = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for sibling in siblings:
+        if pattern.fullmatch(sibling.name) and sibling.is_file() and not sibling.is_symlink():
+            sibling.unlink(missing_ok=True)
+            removed.append(sibling)
+    return removed
+
+
 def _fsync_dir(directory: Path) -> None:
     # The rename is only durable once the directory entry is on disk; not every OS allows it.
     try:
