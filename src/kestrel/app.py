@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import os
+import shutil
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -23,6 +24,7 @@ from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ChangedFile, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
+from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.settings import API_KEY_ENV, Settings
 from kestrel.store import default_data_dir
@@ -66,6 +68,23 @@ def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None =
     if name == "anthropic":
         return AnthropicProvider(model, base_url=base_url)
     return OpenAICompatProvider(model, base_url=base_url)
+
+
+def executor_for(settings: Settings, root: Path) -> Executor:
+    """The command executor the settings ask for."""
+    if settings.sandbox == "none":
+        return LocalExecutor()
+    masked = (data_dir(settings),)  # Other sessions' logs and outputs are not for commands.
+    return BwrapExecutor(root, network=settings.network, config=SandboxConfig(masked_paths=masked))
+
+
+def check_sandbox(settings: Settings) -> None:
+    """Fail before a session starts when the sandbox it asks for cannot run here."""
+    if settings.sandbox == "bwrap" and shutil.which("bwrap") is None:
+        raise ConfigError(
+            "sandbox = bwrap, but bubblewrap is not installed (apt-get install bubblewrap); "
+            "`kestrel doctor` checks the rest, and --sandbox none runs commands unconfined"
+        )
 
 
 def check_credentials(settings: Settings, env: Mapping[str, str]) -> None:
@@ -144,7 +163,7 @@ def build_loop(
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
     environment = ToolEnvironment(
         root=cwd,
-        executor=parts.executor or LocalExecutor(),
+        executor=parts.executor or executor_for(settings, cwd),
         artifacts_dir=data_dir(settings) / "artifacts" / session_id,
         bash_timeout_s=settings.tools.bash_timeout_s,
         max_output_chars=settings.tools.max_output_chars,

@@ -115,6 +115,10 @@ class Settings(_Table):
     loop_detection: LoopDetectionSettings = LoopDetectionSettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
     max_output_tokens: PositiveInt = 8192
+    sandbox: Literal["none", "bwrap"] = "none"
+    """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""
+    network: Literal["none", "host"] = "none"
+    """With `sandbox = "bwrap"`: whether commands reach the network."""
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
 
@@ -158,6 +162,8 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "permission_mode": ("permission_mode",),
     "data_dir": ("data_dir",),
     "max_output_tokens": ("max_output_tokens",),
+    "sandbox": ("sandbox",),
+    "network": ("network",),
     "max_turns": ("limits", "max_turns"),
     "max_tokens": ("limits", "max_tokens"),
     "max_cost_usd": ("limits", "max_cost_usd"),

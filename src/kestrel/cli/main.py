@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from kestrel.cli import sessions
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat
+from kestrel.cli.sandbox_cmd import doctor_command, sandbox_app
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.protocol.events import PermissionMode
 
-SUBCOMMANDS = ("resume", "rewind", "checkpoints", "sessions", "demo")
+SUBCOMMANDS = ("resume", "rewind", "checkpoints", "sessions", "demo", "doctor", "sandbox")
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
@@ -56,6 +57,14 @@ Mode = Annotated[
         "bypass: ask nothing.",
     ),
 ]
+Sandbox = Annotated[
+    Literal["none", "bwrap"] | None,
+    typer.Option(
+        "--sandbox",
+        help="Where commands run: none (as you, unconfined; the default for now) or bwrap "
+        "(confined to the workspace: host read-only, no network, secrets hidden).",
+    ),
+]
 Print = Annotated[
     bool,
     typer.Option(
@@ -77,6 +86,8 @@ Format = Annotated[
 run_app = typer.Typer(add_completion=False, rich_markup_mode=None)
 commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 commands_app.add_typer(sessions.app, name="sessions")
+commands_app.add_typer(sandbox_app, name="sandbox")
+commands_app.command("doctor")(doctor_command)
 
 
 @run_app.command(epilog=_EPILOG)
@@ -89,6 +100,7 @@ def run(
     max_cost: MaxCost = None,
     cwd: Cwd = None,
     permission_mode: Mode = None,
+    sandbox: Sandbox = None,
     continue_: Annotated[
         bool,
         typer.Option(
@@ -106,6 +118,7 @@ def run(
         max_cost=max_cost,
         cwd=cwd,
         permission_mode=permission_mode,
+        sandbox=sandbox,
         continue_latest=continue_,
     )
     raise typer.Exit(run_request(request))
@@ -121,6 +134,7 @@ def resume(
     max_turns: MaxTurns = None,
     max_cost: MaxCost = None,
     permission_mode: Mode = None,
+    sandbox: Sandbox = None,
 ) -> None:
     """Continue a session from its log, after a crash, a cancel, a limit, or to follow up."""
     request = RunRequest(
@@ -132,6 +146,7 @@ def resume(
         max_cost=max_cost,
         cwd=None,
         permission_mode=permission_mode,
+        sandbox=sandbox,
         resume_id=session_id,
     )
     raise typer.Exit(run_request(request))

@@ -7,6 +7,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 
@@ -44,6 +45,7 @@ class RunRequest:
     max_cost: float | None
     cwd: Path | None
     permission_mode: PermissionMode | None
+    sandbox: Literal["none", "bwrap"] | None = None
     continue_latest: bool = False
     resume_id: str | None = None
     rewind_to: str | None = None
@@ -80,6 +82,7 @@ def _run(request: RunRequest, console: Console) -> int:
             max_wall_s=settings.limits.max_wall_s,
         )
         app.check_credentials(settings, os.environ)  # Fail before the session starts.
+        app.check_sandbox(settings)
         app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
         session_id = start_session(
             store,
@@ -103,6 +106,7 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
         "max_turns": request.max_turns,
         "max_cost_usd": request.max_cost,
         "permission_mode": request.permission_mode,
+        "sandbox": request.sandbox,
     }
     return load_settings(cwd, env=os.environ, flags=flags, home=Path.home())
 

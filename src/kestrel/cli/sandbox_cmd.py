@@ -1,0 +1,113 @@
+"""`kestrel doctor` (can the sandbox start here?) and `kestrel sandbox run` (try a command)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from kestrel.app import data_dir
+from kestrel.protocol.errors import ConfigError
+from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
+from kestrel.sandbox.probe import ProbeReport, probe
+from kestrel.settings import load_settings
+from kestrel.store import default_data_dir
+
+EXIT_TIMED_OUT = 124
+EXIT_NO_SANDBOX = 125
+
+sandbox_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Run commands in Kestrel's sandbox.",
+)
+
+
+def doctor_command() -> None:
+    """Check that the sandbox starts on this machine and say how to fix it if it does not."""
+    report = asyncio.run(probe())
+    typer.echo(render_report(report))
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def render_report(report: ProbeReport) -> str:
+    """The doctor's findings as plain lines: checks, then fixes, then notes."""
+    cgroups = (
+        f"v{report.cgroup_version}, writable: {', '.join(report.cgroup_controllers) or 'none'}"
+        if report.cgroup_version
+        else "not found"
+    )
+    lines = [
+        _check("bubblewrap", report.bwrap_path is not None, report.bwrap_path or "not found"),
+        _check("version", report.bwrap_version is not None, report.bwrap_version or "unknown"),
+        _check("user namespaces", report.userns, "usable" if report.userns else "not usable"),
+        _check("sandbox starts", report.sandbox_starts, "yes" if report.sandbox_starts else "no"),
+        _check("seccomp filter", report.seccomp, "in force" if report.seccomp else "not in force"),
+        f"  info  cgroups: {cgroups}",
+        f"  info  landlock: {'available' if report.landlock else 'not available'}",
+    ]
+    if not report.sandbox_starts and report.trial_output.strip():
+        lines.append("sandbox output:\n" + report.trial_output.rstrip())
+    lines += [f"fix: {fix}" for fix in report.fixes()]
+    lines += [f"note: {note}" for note in report.notes()]
+    lines.append("sandbox: ready" if report.ok else "sandbox: NOT ready")
+    return "\n".join(lines)
+
+
+def _check(name: str, passed: bool, detail: str) -> str:
+    return f"  {'ok  ' if passed else 'FAIL'}  {name}: {detail}"
+
+
+@sandbox_app.command("run")
+def run_command(
+    command: Annotated[
+        list[str], typer.Argument(help="The command: one shell string, or words to quote.")
+    ],
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace", help="The writable folder (default: here).", file_okay=False, exists=True
+        ),
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds before it is killed.")] = 60,
+    network: Annotated[
+        Literal["none", "host"], typer.Option("--network", help="none (default) or host.")
+    ] = "none",
+) -> None:
+    """Run COMMAND in the sandbox with WORKSPACE writable, e.g. `kestrel sandbox run -- ls /`."""
+    root = (workspace or Path.cwd()).resolve()
+    line = command[0] if len(command) == 1 else shlex.join(command)
+    config = SandboxConfig(masked_paths=(_data_dir(root),))
+    executor = BwrapExecutor(root, network=network, config=config)
+    try:
+        result = asyncio.run(
+            executor.run(line, cwd=root, timeout_s=timeout, on_output=_write_through)
+        )
+    except SandboxUnavailable as exc:
+        typer.echo(f"kestrel: {exc}; run `kestrel doctor`", err=True)
+        raise typer.Exit(EXIT_NO_SANDBOX) from None
+    if result.timed_out:
+        typer.echo(f"kestrel: timed out after {timeout:g} s", err=True)
+        raise typer.Exit(EXIT_TIMED_OUT)
+    raise typer.Exit(result.exit_code)
+
+
+def _data_dir(root: Path) -> Path:
+    """Kestrel's data directory as the settings for `root` name it: hidden from the command."""
+    try:
+        settings = load_settings(root, env=os.environ, flags={}, home=Path.home())
+    except ConfigError:
+        return default_data_dir(os.environ)
+    return data_dir(settings)
+
+
+def _write_through(stream: Literal["stdout", "stderr"], text: str) -> None:
+    target = sys.stdout if stream == "stdout" else sys.stderr
+    target.write(text)
+    target.flush()

@@ -1,0 +1,256 @@
+"""Runs commands inside bubblewrap: the host read-only, only the workspace writable, no network.
+
+Each command gets fresh user, PID, IPC, UTS, cgroup and (unless allowed) network namespaces, no
+capabilities, a seccomp filter, a private /tmp, masked home directories and secrets, a scrubbed
+environment, and rlimits plus cgroup limits where cgroups are writable. Network access is all or
+nothing for now: an allow-list proxy (only some hosts reachable) is future work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from kestrel.sandbox.base import ExecResult, OutputSink
+from kestrel.sandbox.limits import (
+    CgroupSupport,
+    CommandCgroup,
+    Limits,
+    detect_cgroups,
+    join_cgroups_argv,
+    ulimit_script,
+)
+from kestrel.sandbox.local import DEFAULT_ENV_ALLOWLIST, scrubbed_environment
+from kestrel.sandbox.process import ProcessRunner
+from kestrel.sandbox.seccomp import filter_bytes
+
+Network = Literal["none", "host"]
+
+SANDBOX_UID = 1000
+"""The unprivileged user (and group) a command runs as inside the sandbox."""
+
+HOME_SECRETS: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".kube",
+    ".docker",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+)
+"""Paths under a home directory that are hidden even where that home is otherwise visible."""
+
+SYSTEM_SECRETS: tuple[str, ...] = (
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/user",
+)
+"""Host files and sockets hidden from every command (a container socket is root on the host)."""
+
+PRIVATE_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs inside the sandbox, shared with no one
+"""Where each command gets an empty, private temporary directory."""
+
+PROC_READ_ONLY: tuple[str, ...] = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
+"""Kernel settings under /proc that no command may change."""
+
+HOME_ROOTS: tuple[str, ...] = ("/root", "/home")
+"""Directories replaced by an empty tmpfs: every user's home, other sessions' checkouts."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing here; `kestrel doctor` says how to install it."""
+
+
+class OutsideWorkspace(ValueError):
+    """A command was asked to run in a directory outside the sandbox's workspace."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxConfig:
+    """How commands are confined, besides the network (see `BwrapExecutor`)."""
+
+    limits: Limits = field(default_factory=Limits)
+    env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
+    masked_paths: tuple[Path, ...] = ()
+    """Further host paths to hide, e.g. Kestrel's data directory and other sessions' folders."""
+    bwrap_path: str | None = None
+    use_cgroups: bool = True
+
+
+class BwrapExecutor:
+    """An `Executor` that confines each command to `workspace` with bubblewrap.
+
+    `network="none"` (the default) gives the command an empty network namespace; `"host"`
+    shares this machine's network. Filtering by destination (an allow-list proxy) is not
+    implemented yet.
+    """
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        network: Network = "none",
+        config: SandboxConfig | None = None,
+        kill_grace_s: float = 2.0,
+        drain_grace_s: float = 0.5,
+    ) -> None:
+        self.workspace = workspace.resolve()
+        self.network: Network = network
+        self.config = config or SandboxConfig()
+        self._runner = ProcessRunner(kill_grace_s=kill_grace_s, drain_grace_s=drain_grace_s)
+        self._cgroups: CgroupSupport | None = None
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout_s: float,
+        on_output: OutputSink | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run `command` with `bash -c` in the sandbox; on timeout or cancellation kill it all."""
+        inside = self._check_cwd(cwd)
+        cgroup = self._cgroup()
+        procs = cgroup.create() if cgroup else []
+        capped_memory = cgroup is not None and "memory" in cgroup.dirs
+        read_fd, write_fd = os.pipe()
+        try:
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(filter_bytes())
+            argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
+            return await self._runner.run(
+                join_cgroups_argv(procs, argv),
+                cwd=self.workspace,
+                env=self.environment(env),
+                timeout_s=timeout_s,
+                on_output=on_output,
+                pass_fds=(read_fd,),
+            )
+        finally:
+            os.close(read_fd)
+            if cgroup:
+                await cgroup.remove()
+
+    def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment a command gets: allow-listed variables, a private /tmp, `overrides`."""
+        return scrubbed_environment(
+            self.config.env_allowlist, {"TMPDIR": PRIVATE_TMP, **(overrides or {})}
+        )
+
+    def argv(self, command: str, *, cwd: Path, seccomp_fd: int, memory_capped: bool) -> list[str]:
+        """The bubblewrap command line that runs `command` in `cwd` (inside the workspace)."""
+        bwrap = self.config.bwrap_path or shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
+        args = [bwrap, *namespace_args(self.network, disable_userns=_has_disable_userns(bwrap))]
+        args += mount_args(self.workspace, self.config.masked_paths)
+        args += ["--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
+        script = ulimit_script(self.config.limits, address_space=not memory_capped)
+        return [*args, _bash(), "-c", script, "kestrel-sandbox", command]
+
+    def _check_cwd(self, cwd: Path) -> Path:
+        resolved = cwd.resolve()
+        if not resolved.is_relative_to(self.workspace):
+            raise OutsideWorkspace(f"{cwd} is outside the sandbox workspace {self.workspace}")
+        return resolved
+
+    def _cgroup(self) -> CommandCgroup | None:
+        if not self.config.use_cgroups:
+            return None
+        if self._cgroups is None:
+            self._cgroups = detect_cgroups()
+        return CommandCgroup(self._cgroups, self.config.limits) if self._cgroups.usable else None
+
+
+def namespace_args(network: Network, *, disable_userns: bool) -> list[str]:
+    """Fresh namespaces, no capabilities, an unprivileged user, tied to Kestrel's lifetime."""
+    args = ["--unshare-all", "--unshare-user"]
+    if network == "host":
+        args.append("--share-net")
+    if disable_userns:
+        args.append("--disable-userns")
+    uid = str(SANDBOX_UID)
+    # --new-session detaches the controlling terminal, which defeats TIOCSTI input injection.
+    args += ["--uid", uid, "--gid", uid, "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    return args
+
+
+def mount_args(workspace: Path, masked: Sequence[Path] = ()) -> list[str]:
+    """The filesystem: host read-only, homes and secrets hidden, the workspace writable."""
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", PRIVATE_TMP]
+    # A fresh /proc leaves sysctls and sysrq writable to a user that maps to the host's root
+    # (Kestrel run as root), and those settings are global: cover them with read-only copies.
+    for setting in PROC_READ_ONLY:
+        if os.path.exists(setting):
+            args += ["--ro-bind", setting, setting]
+    home = Path(os.path.expanduser("~")).resolve()
+    for root in dict.fromkeys([*map(Path, HOME_ROOTS), home]):
+        if root.is_dir() and root != Path("/"):
+            args += ["--tmpfs", str(root)]
+    args += ["--bind", str(workspace), str(workspace)]
+    args += _git_args(workspace)
+    # After the workspace bind, so a workspace that is (or holds) a home still hides its secrets.
+    hidden = [home / name for name in HOME_SECRETS] + [Path(p) for p in SYSTEM_SECRETS]
+    for path in [*hidden, *masked]:
+        args += _mask(path)
+    return args
+
+
+def _git_args(workspace: Path) -> list[str]:
+    """Hooks and config of the workspace's repository are read-only: they run on the host."""
+    git = workspace / ".git"
+    if not git.is_dir() or git.is_symlink():
+        return []
+    with contextlib.suppress(OSError):
+        (git / "hooks").mkdir(exist_ok=True)
+    # Binding .git onto itself makes it a mount point, which cannot be renamed away and replaced.
+    args = ["--bind", str(git), str(git)]
+    for name in ("hooks", "config"):
+        if (git / name).exists():
+            args += ["--ro-bind", str(git / name), str(git / name)]
+    return args
+
+
+def _mask(path: Path) -> list[str]:
+    # Only existing paths: a mount point for a missing one would be created on the host.
+    target = path.resolve()
+    if not target.exists():
+        return []
+    if target.is_dir():
+        return ["--tmpfs", str(target)]
+    return ["--ro-bind", "/dev/null", str(target)]
+
+
+def _bash() -> str:
+    for candidate in ("/bin/bash", "/usr/bin/bash"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("bash") or "bash"
+
+
+@functools.cache
+def _has_disable_userns(bwrap: str) -> bool:
+    """Whether this bubblewrap (0.8 and later) can forbid user namespaces inside the sandbox."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--disable-userns" in done.stdout

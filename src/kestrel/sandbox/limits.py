@@ -1,0 +1,172 @@
+"""Resource limits for sandboxed commands: rlimits set by the shell, cgroups where writable."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """What one sandboxed command (with all its children) may use."""
+
+    memory_bytes: int = 2 * GiB
+    max_processes: int = 512
+    file_size_bytes: int = 1 * GiB
+    open_files: int = 1024
+
+
+def ulimit_script(limits: Limits, *, address_space: bool) -> str:
+    """Shell that sets hard and soft rlimits, then runs `$1` with `bash -c`.
+
+    `address_space` caps virtual memory per process, the fallback where no memory cgroup can be
+    made: it is coarse (runtimes that reserve address space up front may fail) but bounded.
+    """
+    parts = [
+        "-c 0",
+        f"-f {max(limits.file_size_bytes // 1024, 1)}",
+        f"-n {limits.open_files}",
+        f"-u {limits.max_processes}",
+    ]
+    if address_space:
+        parts.append(f"-v {max(limits.memory_bytes // 1024, 1)}")
+    # Without -S or -H both limits are set, so the command cannot raise them again.
+    return f'ulimit {" ".join(parts)} || exit 125; exec bash -c "$1"'
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CgroupSupport:
+    """Which cgroup hierarchy this machine has and which controllers Kestrel may write."""
+
+    version: Literal[1, 2] | None
+    writable: tuple[str, ...] = ()
+    bases: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def usable(self) -> bool:
+        """Whether memory or process counts can be capped per command."""
+        return bool(self.writable)
+
+
+def detect_cgroups(root: Path = CGROUP_ROOT) -> CgroupSupport:
+    """Find the cgroup version and the controllers whose subtree this process may write."""
+    own = _own_cgroups()
+    if (root / "cgroup.controllers").is_file():
+        base = _under(root, own.get("", "/"))
+        enabled = _read(base / "cgroup.subtree_control").split()
+        names = tuple(c for c in ("memory", "pids") if c in enabled and os.access(base, os.W_OK))
+        return CgroupSupport(version=2, writable=names, bases=dict.fromkeys(names, base))
+    bases: dict[str, Path] = {}
+    for controller in ("memory", "pids"):
+        mount = root / controller
+        if not mount.is_dir():
+            continue
+        base = _under(mount, own.get(controller, "/"))
+        if os.access(base, os.W_OK):
+            bases[controller] = base
+    version: Literal[1] | None = 1 if (root / "memory").is_dir() or bases else None
+    return CgroupSupport(version=version, writable=tuple(bases), bases=bases)
+
+
+class CommandCgroup:
+    """Cgroups made for one command; the command joins them before starting bubblewrap."""
+
+    def __init__(self, support: CgroupSupport, limits: Limits) -> None:
+        self._support = support
+        self._limits = limits
+        self.dirs: dict[str, Path] = {}
+        """The cgroup made for each controller."""
+
+    def create(self) -> list[Path]:
+        """Make one cgroup per writable controller, with limits set; return their procs files."""
+        name = f"kestrel-{secrets.token_hex(6)}"
+        for controller in self._support.writable:
+            path = self._support.bases[controller] / name
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            if self._configure(controller, path):
+                self.dirs[controller] = path
+            else:
+                path.rmdir()
+        return [d / "cgroup.procs" for d in self.dirs.values()]
+
+    def _configure(self, controller: str, path: Path) -> bool:
+        """Write the limits; False when the controller's main limit could not be set."""
+        memory = str(self._limits.memory_bytes)
+        settings = {
+            "memory": [("memory.max", memory), ("memory.swap.max", "0")]
+            if self._support.version == 2
+            else [("memory.limit_in_bytes", memory), ("memory.memsw.limit_in_bytes", memory)],
+            "pids": [("pids.max", str(self._limits.max_processes))],
+        }
+        main, *optional = settings[controller]
+        try:
+            (path / main[0]).write_text(main[1])
+        except OSError:
+            return False
+        for filename, value in optional:
+            # Swap accounting is often compiled out or switched off; the memory limit still holds.
+            with contextlib.suppress(OSError):
+                (path / filename).write_text(value)
+        return True
+
+    async def remove(self, attempts: int = 50) -> None:
+        """Remove the cgroups once their processes are gone (a killed tree may take a moment)."""
+        for path in self.dirs.values():
+            for _ in range(attempts):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    await asyncio.sleep(0.02)
+        self.dirs = {}
+
+
+def join_cgroups_argv(procs_files: Sequence[Path], argv: Sequence[str]) -> list[str]:
+    """`argv` started by a shell that first moves itself into each cgroup (no race with forks)."""
+    if not procs_files:
+        return list(argv)
+    script = (
+        'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
+        'n=$((n-1)); done; exec "$@"'
+    )
+    count = str(len(procs_files))
+    return ["/bin/sh", "-c", script, "kestrel-cgroup", count, *map(str, procs_files), *argv]
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup path per controller ("" for the v2 unified hierarchy)."""
+    paths: dict[str, str] = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            paths[controller.removeprefix("name=")] = path
+    return paths
+
+
+def _under(mount: Path, path: str) -> Path:
+    # In a cgroup namespace the own path may not exist under the mount: fall back to its root.
+    candidate = mount / path.lstrip("/")
+    return candidate if candidate.is_dir() else mount
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
