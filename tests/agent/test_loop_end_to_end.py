@@ -162,3 +162,19 @@ async def test_plan_mode_refuses_edits(project: Path) -> None:
     await loop.run()
     assert not (project / "new.txt").exists()
     assert "deny by mode" in transcript(loop.store.read(loop.session_id))
+
+
+async def test_an_edit_of_a_file_changed_since_it_was_read_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    turns = [
+        call("read_file", path="a.txt"),
+        call("bash", command="echo two >> a.txt"),
+        call("edit_file", path="a.txt", old_str="one", new_str="uno"),
+        say("ok"),
+    ]
+    loop = make_loop(tmp_path, turns)
+    await loop.run()
+    result = loop.state.messages[-2]
+    assert result.role == "tool" and result.is_error  # type: ignore[union-attr]
+    assert "changed since you last read it" in result.content  # type: ignore[union-attr]
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import stat
 
-from kestrel.tools.files import Ambiguous, NoMatch, Replaced, replace_exact
-
 
 async def test_replaces_a_unique_string_and_shows_the_change(ws):
     path = ws.write("app.py", "def f():\n    return 1\n")
@@ -91,16 +89,3 @@ async def test_the_edit_is_announced_before_it_lands_and_keeps_the_mode(ws):
     assert plan.before_hash == hashlib.sha256(b"echo old\n").hexdigest()
     assert plan.after_hash == hashlib.sha256(b"echo new\n").hexdigest()
     assert stat.S_IMODE(path.stat().st_mode) == 0o700
-
-
-def test_replace_exact_outcomes():
-    assert replace_exact("a b a", "b", "c", replace_all=False) == Replaced(text="a c a", lines=(1,))
-    assert replace_exact("a\nb\na", "a", "c", replace_all=False) == Ambiguous(lines=(1, 3))
-    assert isinstance(replace_exact("abc", "x", "y", replace_all=False), NoMatch)
-    # Occurrences do not overlap, as with str.replace.
-    assert replace_exact("aaaa", "aa", "b", replace_all=True) == Replaced(text="bb", lines=(1, 1))
-
-
-def test_crlf_text_in_an_lf_file_is_matched_as_lf():
-    outcome = replace_exact("a\nb\n", "a\r\nb", "x\r\ny", replace_all=False)
-    assert outcome == Replaced(text="x\ny\n", lines=(1,))

@@ -34,11 +34,12 @@ CONTRACT = {
         {"path", "old_str", "new_str", "replace_all"},
         {"path", "old_str", "new_str"},
     ),
+    "apply_patch": ("edit", {"patch"}, {"patch"}),
     "bash": ("execute", {"command", "timeout"}, {"command"}),
 }
 
 
-def test_the_six_tools_keep_their_public_names_kinds_and_arguments():
+def test_the_built_in_tools_keep_their_public_names_kinds_and_arguments():
     registry = ToolRegistry(default_tools())
     specs = registry.specs()
     assert [spec.name for spec in specs] == list(CONTRACT)
@@ -91,7 +92,7 @@ async def test_an_unknown_tool_lists_the_available_ones(ws):
     assert outcome.is_error
     assert outcome.content == (
         "unknown tool 'delete_all'; available tools: "
-        "read_file, list_files, grep, write_file, edit_file, bash"
+        "read_file, list_files, grep, write_file, edit_file, apply_patch, bash"
     )
 
 

@@ -71,6 +71,8 @@ class AgentLoop:
     clock: Callable[[], float] = time.time
     checkpointer: Checkpointer | None = None
     state: SessionState = field(init=False)
+    read_hashes: dict[str, str] = field(init=False, default_factory=dict)
+    """What each file held when the model last read it, for refusing edits of stale reads."""
 
     def __post_init__(self) -> None:
         self.state = replay(self.store.read(self.session_id))
@@ -106,6 +108,7 @@ class AgentLoop:
             self.approver,
             mode,
             self.checkpointer,
+            self.read_hashes,
         )
         try:
             while self.state.finished is None:

@@ -44,6 +44,7 @@ class ToolRunner:
         approver: Approver,
         mode: PermissionMode,
         checkpointer: Checkpointer | None = None,
+        read_hashes: dict[str, str] | None = None,
     ) -> None:
         self._emit = emit
         self._state = state
@@ -52,6 +53,8 @@ class ToolRunner:
         self._approver = approver
         self._mode = mode
         self._checkpointer = checkpointer
+        # Shared by every call, so an edit can tell whether its file changed since it was read.
+        self._read_hashes = {} if read_hashes is None else read_hashes
 
     async def run_calls(self, calls: Sequence[ToolCall]) -> list[tuple[ToolCall, str]]:
         """Run the calls that have no result yet; return every call with its result, in order."""
@@ -182,6 +185,7 @@ class ToolRunner:
             before_write=before_write,
             bash_timeout_s=env.bash_timeout_s,
             max_output_chars=env.max_output_chars,
+            read_hashes=self._read_hashes,
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
@@ -43,6 +43,12 @@ class ToolContext:
     """Awaited before each file write lands, so the intent is durable before the effect."""
     bash_timeout_s: float = 120.0
     max_output_chars: int = 30_000
+    read_hashes: dict[str, str] = field(default_factory=dict)
+    """SHA-256 of each file as the model last saw it (read or written), by shown path.
+
+    Edit tools refuse a file whose bytes changed since then. The dict is shared by every
+    context the loop makes for one session, so it outlives a single call.
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kestrel.edits import Ambiguous, EditError, NoMatch, apply_edit
+from kestrel.edits.syntax import new_syntax_errors
 from kestrel.tools.base import PlannedWrite, ToolContext, ToolFailed, ToolKind, ToolOutcome
 from kestrel.tools.paths import (
     count_lines,
@@ -60,6 +61,8 @@ class ReadFile:
         path = resolve_path(ctx.root, a.path, also_inside=(ctx.artifacts_dir,))
         shown = display_path(ctx.root, path)
         data = await asyncio.to_thread(_read_for_display, path, shown)
+        if path.is_relative_to(ctx.root.resolve()):
+            ctx.read_hashes[shown] = sha256_hex(data) or ""
         if not data:
             return ToolOutcome(content=f"{shown} is empty (0 bytes).")
         if looks_binary(data):
@@ -192,7 +195,7 @@ class WriteFile:
         if before == after:
             same = f"{shown} already has exactly this content ({lines}); nothing was written."
             return ToolOutcome(content=same)
-        await _commit(ctx, path, shown, before, after, _diff(shown, before, a.content))
+        await commit_write(ctx, path, shown, before, after, planned_diff(shown, before, a.content))
         if before is None:
             return ToolOutcome(content=f"Created {shown} ({lines}).")
         had = count_lines(before.decode("utf-8", errors="replace"))
@@ -223,7 +226,7 @@ class EditFile:
     )
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutcome:
-        """Make the replacement and show the changed lines."""
+        """Make the replacement (tolerantly, never ambiguously) and show the changed lines."""
         a = EditFileArgs.model_validate(args)
         if not a.old_str:
             raise ToolFailed(
@@ -234,23 +237,66 @@ class EditFile:
         path = resolve_path(ctx.root, a.path)
         shown = display_path(ctx.root, path)
         before = await asyncio.to_thread(_read_for_edit, path, shown)
+        check_fresh(ctx, shown, before)
         text = before.decode("utf-8")
-        outcome = replace_exact(text, a.old_str, a.new_str, replace_all=a.replace_all)
-        if isinstance(outcome, NoMatch):
-            raise ToolFailed(f"old_str was not found in {shown}.{outcome.hint}")
-        if isinstance(outcome, Ambiguous):
-            at = ", ".join(str(n) for n in outcome.lines)
-            raise ToolFailed(
-                f"old_str occurs {len(outcome.lines)} times in {shown} (at lines {at}); include "
-                "more surrounding lines to pick one, or set replace_all to true to change them all"
-            )
-        after = outcome.text.encode("utf-8")
-        await _commit(ctx, path, shown, before, after, _diff(shown, before, outcome.text))
-        count = len(outcome.lines)
-        where = ", ".join(str(n) for n in outcome.lines)
-        replaced = f"1 occurrence (line {where})" if count == 1 else f"{count} (lines {where})"
-        snippet = unified_diff(shown, text, outcome.text, max_lines=EDIT_DIFF_LINES)
-        return ToolOutcome(content=f"Edited {shown}: replaced {replaced}.\n\n{snippet}")
+        call: dict[str, object] = {"command": "str_replace", "path": shown}
+        call |= {"old_str": a.old_str, "new_str": a.new_str, "replace_all": a.replace_all}
+        try:
+            after = apply_edit({shown: text}, [call], "str_replace")[shown]
+        except EditError as error:
+            raise ToolFailed(_edit_refusal(error, shown, a.old_str)) from None
+        data = after.encode("utf-8")
+        await commit_write(ctx, path, shown, before, data, planned_diff(shown, before, after))
+        snippet = unified_diff(shown, text, after, max_lines=EDIT_DIFF_LINES)
+        summary = f"Edited {shown}: replaced {_where(text, after, a.old_str)}."
+        note = new_syntax_errors(shown, text, after)
+        return ToolOutcome(content="\n\n".join(p for p in (summary, snippet, note) if p))
+
+
+def _where(before: str, after: str, old: str) -> str:
+    """Which lines changed: each occurrence for an exact replacement, else the first change."""
+    count = before.count(old)
+    if count >= 1:
+        lines, at = [], before.find(old)
+        while at != -1:
+            lines.append(before.count("\n", 0, at) + 1)
+            at = before.find(old, at + len(old))
+        where = ", ".join(str(n) for n in lines)
+        return f"1 occurrence (line {where})" if count == 1 else f"{count} (lines {where})"
+    old_lines, new_lines = before.split("\n"), after.split("\n")
+    first = next(
+        (n for n, (x, y) in enumerate(zip(old_lines, new_lines, strict=False)) if x != y),
+        min(len(old_lines), len(new_lines)),
+    )
+    return f"1 occurrence (line {first + 1}; matched with whitespace differences tolerated)"
+
+
+def _edit_refusal(error: EditError, shown: str, old: str) -> str:
+    if isinstance(error, Ambiguous) and error.lines:
+        at = ", ".join(str(n) for n in error.lines)
+        return (
+            f"old_str occurs {len(error.lines)} times in {shown} (at lines {at}); include more "
+            "surrounding lines to pick one, or set replace_all to true to change them all"
+        )
+    if not isinstance(error, NoMatch):
+        return error.message
+    wanted = [line for line in old.split("\n") if line.strip()]
+    if wanted and all(_NUMBERED.match(line) for line in wanted):
+        return (
+            f"old_str was not found in {shown}. It looks like old_str includes read_file's "
+            "line numbers; leave them out."
+        )
+    if error.closest_line is None:
+        return f"old_str was not found in {shown}. Read the file again and copy the exact text."
+    shown_lines = "\n".join(
+        f"{error.closest_line + k:>6}\t{line}" for k, line in enumerate(error.closest[:12])
+    )
+    return (
+        f"old_str was not found in {shown}. Not even with whitespace, indentation, blank lines "
+        f"and look-alike characters tolerated. The closest lines in the file, from line "
+        f"{error.closest_line}:\n{shown_lines}\nHow old_str differs from them (- old_str, "
+        f"+ the file):\n{error.diff}\nCopy the exact text from the file."
+    )
 
 
 def _read_for_edit(path: Path, shown: str) -> bytes:
@@ -266,16 +312,18 @@ def _read_for_edit(path: Path, shown: str) -> bytes:
     return data
 
 
-def _diff(shown: str, before: bytes | None, after: str) -> str:
+def planned_diff(shown: str, before: bytes | None, after: str) -> str:
+    """The diff announced with a planned write (binary content is described, not diffed)."""
     if before is not None and looks_binary(before):
         return f"Binary file {shown} replaced by text ({len(after.encode('utf-8')):,} bytes)"
     old = None if before is None else before.decode("utf-8")
     return unified_diff(shown, old, after)
 
 
-async def _commit(
+async def commit_write(
     ctx: ToolContext, path: Path, shown: str, before: bytes | None, after: bytes, diff: str
 ) -> None:
+    """Announce the write through `ctx.before_write`, then replace the file atomically."""
     # The planned write is announced (and made durable by the loop) before the file changes.
     plan = PlannedWrite(
         path=shown, before_hash=sha256_hex(before), after_hash=sha256_hex(after), diff=diff
@@ -285,105 +333,27 @@ async def _commit(
         await asyncio.to_thread(write_atomically, path, after)
     except OSError as exc:
         raise ToolFailed(f"could not write {shown}: {exc.strerror or exc}") from exc
+    ctx.read_hashes[shown] = sha256_hex(after) or ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Replaced:
-    """The text after the edit, and the lines (1-based, in the old text) where it changed."""
-
-    text: str
-    lines: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NoMatch:
-    """`old_str` is not in the text; `hint` points at near misses (empty if none found)."""
-
-    hint: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ambiguous:
-    """`old_str` occurs more than once; `lines` are where each occurrence starts."""
-
-    lines: tuple[int, ...]
-
-
-def replace_exact(
-    text: str, old: str, new: str, *, replace_all: bool
-) -> Replaced | NoMatch | Ambiguous:
-    """Replace `old` by `new` in `text`, leaving every other character as it was.
-
-    When the text uses CRLF and `old` uses LF (or the other way round), `old` and `new` are
-    converted to the text's line endings before matching.
-    """
-    for old_form, new_form in _line_ending_forms(text, old, new):
-        starts = _occurrences(text, old_form)
-        if not starts:
-            continue
-        lines = tuple(text.count("\n", 0, start) + 1 for start in starts)
-        if len(starts) > 1 and not replace_all:
-            return Ambiguous(lines=lines)
-        return Replaced(text=text.replace(old_form, new_form), lines=lines)
-    return NoMatch(hint=_near_miss_hint(text, old))
-
-
-def _line_ending_forms(text: str, old: str, new: str) -> list[tuple[str, str]]:
-    forms = [(old, new)]
-    if "\r\n" in text and "\n" in old and "\r\n" not in old:
-        forms.append((_to_crlf(old), _to_crlf(new)))
-    if "\r\n" in old and "\r\n" not in text:
-        forms.append((old.replace("\r\n", "\n"), new.replace("\r\n", "\n")))
-    return forms
-
-
-def _to_crlf(value: str) -> str:
-    return re.sub(r"(?<!\r)\n", "\r\n", value)
-
-
-def _occurrences(text: str, needle: str) -> list[int]:
-    # Non-overlapping, left to right: the same occurrences `str.replace` would change.
-    starts: list[int] = []
-    at = text.find(needle)
-    while at != -1:
-        starts.append(at)
-        at = text.find(needle, at + len(needle))
-    return starts
+def check_fresh(ctx: ToolContext, shown: str, current: bytes) -> None:
+    """Refuse to edit a file that changed since the model last read it, showing it afresh."""
+    recorded = ctx.read_hashes.get(shown)
+    if recorded is None or recorded == sha256_hex(current):
+        return
+    ctx.read_hashes[shown] = sha256_hex(current) or ""
+    text = current.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    raise ToolFailed(
+        f"{shown} changed since you last read it, so the edit was not made. Its current "
+        f"content follows; base the edit on it.\n{number_lines(lines, 1, READ_DEFAULT_LIMIT)}"
+    )
 
 
 _NUMBERED = re.compile(r"^\s*\d+\t")
 
 
-def _near_miss_hint(text: str, old: str) -> str:
-    wanted = [line for line in old.split("\n") if line.strip()]
-    if not wanted:
-        return ""
-    if all(_NUMBERED.match(line) for line in wanted):
-        return " It looks like old_str includes read_file's line numbers; leave them out."
-    lines = text.split("\n")
-    key = _squeeze(wanted[0])
-    found = [n for n, line in enumerate(lines) if _squeeze(line) == key]
-    if not found:
-        found = [n for n, line in enumerate(lines) if _squeeze(line).casefold() == key.casefold()]
-    if not found:
-        return " Read the file again and copy the exact text."
-    span = min(len(old.split("\n")), 6)
-    excerpts = [_excerpt(lines, first, span) for first in found[:3]]
-    return (
-        " Its first line matches these lines when whitespace and case are ignored; "
-        "copy the exact text from them:\n" + "\n--\n".join(excerpts)
-    )
-
-
-def _excerpt(lines: list[str], first: int, span: int) -> str:
-    end = min(first + span, len(lines))
-    return "\n".join(f"{n + 1:>6}\t{lines[n].removesuffix(chr(13))}" for n in range(first, end))
-
-
 def _lines(count: int) -> str:
     return f"{count} line{'' if count == 1 else 's'}"
-
-
-def _squeeze(line: str) -> str:
-    # Whitespace-blind form of a line, for spotting near misses cheaply.
-    return "".join(line.split())

@@ -14,6 +14,7 @@ from pydantic_core import ErrorDetails
 from kestrel.protocol.messages import JSONValue, ToolCall, ToolSpec
 from kestrel.tools.base import Tool, ToolContext, ToolFailed, ToolKind, ToolOutcome
 from kestrel.tools.files import EditFile, ListFiles, ReadFile, WriteFile
+from kestrel.tools.patch import ApplyPatch
 from kestrel.tools.search import Grep
 from kestrel.tools.shell import Bash
 
@@ -21,8 +22,8 @@ logger = logging.getLogger(__name__)
 
 
 def default_tools() -> list[Tool]:
-    """The six built-in tools, in the order the model is told about them."""
-    return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), Bash()]
+    """The seven built-in tools, in the order the model is told about them."""
+    return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), ApplyPatch(), Bash()]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,125 @@
+"""SEARCH/REPLACE blocks after a path line, fenced or not (the Aider and Cline spellings)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from kestrel.edits.doc import split_edit_lines
+from kestrel.edits.errors import MalformedEdit
+from kestrel.edits.model import Create, Hunk, Step, Update
+
+_START = re.compile(r"\s*(?:<{3,}|-{3,}) SEARCH>?\s*")
+_DIVIDER = re.compile(r"={3,}")
+_END = re.compile(r"\s*(?:>{3,}|\+{3,}) REPLACE\s*")
+_FENCE = re.compile(r"\s*(`{3,}|~{3,})[\w.+#-]*\s*")
+_LOOSE_MARKER = re.compile(r"\s*(?:[<>=+-]{2,}.*(?:SEARCH|REPLACE)|[<>=+-]*\s*={3,}\s*.*)")
+
+
+def parse_search_replace(text: str, files: Mapping[str, str]) -> list[Step]:
+    """Steps from the blocks in `text`; each block names its file on a line above it."""
+    lines = split_edit_lines(text)
+    steps: list[Step] = []
+    path: str | None = None
+    i = 0
+    last_end = 0
+    while i < len(lines):
+        if not _START.fullmatch(lines[i]):
+            _refuse_stray_marker(lines[i], i)
+            i += 1
+            continue
+        path = _path_above(lines, last_end, i, files) or path
+        if path is None:
+            path = _only_file(files, i)
+        search, replace, i = _block(lines, i + 1)
+        steps.append(_step(path, search, replace, files))
+        last_end = i
+    if not steps:
+        raise MalformedEdit(
+            "no SEARCH/REPLACE block found; write the file path on its own line, then\n"
+            "<<<<<<< SEARCH\n(lines to find)\n=======\n(lines to put instead)\n>>>>>>> REPLACE"
+        )
+    return steps
+
+
+def _refuse_stray_marker(line: str, index: int) -> None:
+    if (
+        _DIVIDER.fullmatch(line)
+        or _END.fullmatch(line)
+        or ("SEARCH" in line and _LOOSE_MARKER.fullmatch(line))
+    ):
+        raise MalformedEdit(
+            f"line {index + 1} ({line.strip()!r}) is a block marker outside a block; each block "
+            "is `<<<<<<< SEARCH`, the old lines, `=======`, the new lines, `>>>>>>> REPLACE`"
+        )
+
+
+def _block(lines: list[str], i: int) -> tuple[list[str], list[str], int]:
+    start = i
+    search: list[str] = []
+    while i < len(lines) and not _DIVIDER.fullmatch(lines[i]):
+        if _START.fullmatch(lines[i]) or _END.fullmatch(lines[i]):
+            raise MalformedEdit(
+                f"the block starting at line {start} has no `=======` line between its SEARCH "
+                "and REPLACE parts"
+            )
+        search.append(lines[i])
+        i += 1
+    if i == len(lines):
+        raise MalformedEdit(f"the block starting at line {start} never reaches `=======`")
+    i += 1
+    replace: list[str] = []
+    while i < len(lines) and not _END.fullmatch(lines[i]):
+        if _START.fullmatch(lines[i]) or _DIVIDER.fullmatch(lines[i]):
+            raise MalformedEdit(
+                f"the block starting at line {start} has a second marker before "
+                "`>>>>>>> REPLACE`; close each block before the next"
+            )
+        replace.append(lines[i])
+        i += 1
+    if i == len(lines) and _inside_fence(lines, start):
+        raise MalformedEdit(
+            f"the block starting at line {start} is not closed with `>>>>>>> REPLACE`"
+        )
+    return search, replace, i + 1
+
+
+def _inside_fence(lines: list[str], index: int) -> bool:
+    # A block cut off at the very end of plain text is a stream that ended; inside an open
+    # code fence it is a block the model never finished.
+    return sum(1 for line in lines[:index] if _FENCE.fullmatch(line)) % 2 == 1
+
+
+def _path_above(lines: list[str], since: int, at: int, files: Mapping[str, str]) -> str | None:
+    for n in range(at - 1, since - 1, -1):
+        raw = lines[n].strip()
+        if not raw or _FENCE.fullmatch(raw):
+            continue
+        name = raw.strip("`*#: ").removeprefix("File").strip("`*#: ")
+        if name in files or _looks_like_path(name):
+            return name
+        return None
+    return None
+
+
+def _looks_like_path(name: str) -> bool:
+    return bool(name) and not any(c.isspace() for c in name) and any(c.isalnum() for c in name)
+
+
+def _only_file(files: Mapping[str, str], index: int) -> str:
+    if len(files) == 1:
+        return next(iter(files))
+    raise MalformedEdit(f"the block at line {index + 1} does not say which file it changes")
+
+
+def _step(path: str, search: list[str], replace: list[str], files: Mapping[str, str]) -> Step:
+    if not any(line.strip() for line in search):
+        if path in files and files[path].strip():
+            raise MalformedEdit(
+                f"the SEARCH part for {path} is empty, but the file is not; give the lines to "
+                "replace",
+                path=path,
+            )
+        content = "".join(line + "\n" for line in replace)
+        return Create(path=path, content=content, overwrite=True)
+    return Update(path=path, hunk=Hunk(old=tuple(search), new=tuple(replace)))

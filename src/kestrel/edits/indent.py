@@ -1,0 +1,96 @@
+"""Indentation: how the model's lines map onto the file's, and re-indenting new lines to match."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TAB_WIDTHS = (4, 8, 2)
+"""Tab widths tried, most common first, when tabs and spaces are mixed up."""
+
+
+def indent_of(line: str) -> str:
+    """The leading whitespace of `line`."""
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _width(indent: str, tab: int) -> int:
+    return len(indent.expandtabs(tab))
+
+
+@dataclass(frozen=True, slots=True)
+class Reindent:
+    """Turns an indentation written by the model into the file's.
+
+    `prefix` is added to (or, when `remove`, taken from) each line's indentation; otherwise
+    indentation is measured in columns with tabs `tab` wide, shifted by `shift` columns and
+    written with tabs when `use_tabs`.
+    """
+
+    prefix: str = ""
+    remove: bool = False
+    tab: int = 0
+    shift: int = 0
+    use_tabs: bool = False
+
+    @property
+    def identity(self) -> bool:
+        """True when lines keep their indentation as written."""
+        return not self.prefix and not self.tab
+
+    def apply(self, line: str) -> str:
+        """`line` with its indentation written the file's way.
+
+        A whitespace-only line keeps its width (models rarely shift those with the rest) but
+        takes the file's tabs or spaces.
+        """
+        if self.identity or not line:
+            return line
+        if not line.strip():
+            if not self.tab:
+                return line
+            return Reindent(tab=self.tab, use_tabs=self.use_tabs).apply(line + "x")[:-1]
+        indent = indent_of(line)
+        body = line[len(indent) :]
+        if self.prefix and not self.remove:
+            return self.prefix + line
+        if self.prefix:
+            cut = 0
+            while cut < min(len(indent), len(self.prefix)) and indent[cut] == self.prefix[cut]:
+                cut += 1
+            return indent[cut:] + body
+        columns = max(0, _width(indent, self.tab) + self.shift)
+        if self.use_tabs:
+            return "\t" * (columns // self.tab) + " " * (columns % self.tab) + body
+        return " " * columns + body
+
+
+IDENTITY = Reindent()
+
+
+def find_reindent(pairs: Sequence[tuple[str, str]]) -> Reindent | None:
+    """One consistent mapping from the model's indentation to the file's, or `None`.
+
+    `pairs` holds (model line, file line) for the non-blank lines of a candidate match.
+    """
+    if not pairs:
+        return IDENTITY
+    given = [indent_of(a) for a, _ in pairs]
+    found = [indent_of(b) for _, b in pairs]
+    if given == found:
+        return IDENTITY
+    g0, f0 = given[0], found[0]
+    if f0.endswith(g0):
+        extra = f0[: len(f0) - len(g0)]
+        if all(f == extra + g for g, f in zip(given, found, strict=True)):
+            return Reindent(prefix=extra)
+    if g0.endswith(f0):
+        extra = g0[: len(g0) - len(f0)]
+        if all(g == extra + f for g, f in zip(given, found, strict=True)):
+            return Reindent(prefix=extra, remove=True)
+    use_tabs = any("\t" in f for f in found)
+    for tab in TAB_WIDTHS:
+        shift = _width(f0, tab) - _width(g0, tab)
+        if all(_width(f, tab) - _width(g, tab) == shift for g, f in zip(given, found, strict=True)):
+            return Reindent(tab=tab, shift=shift, use_tabs=use_tabs)
+    return None
