@@ -27,7 +27,7 @@ from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.settings import API_KEY_ENV, Settings
-from kestrel.store import default_data_dir
+from kestrel.store import STORE_FILE_NAME, default_data_dir
 from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.registry import ToolRegistry, default_tools
@@ -51,7 +51,7 @@ def data_dir(settings: Settings) -> Path:
 
 def open_store(settings: Settings) -> EventStore:
     """The local event store in the data directory."""
-    return SQLiteStore(data_dir(settings) / "sessions.db")
+    return SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
 
 
 def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None = None) -> Provider:

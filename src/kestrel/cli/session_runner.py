@@ -28,7 +28,7 @@ from kestrel.cli.drive import (
 )
 from kestrel.cli.render import Frontend
 from kestrel.protocol.errors import ConfigError, SessionNotFound
-from kestrel.protocol.events import Limits, PermissionMode
+from kestrel.protocol.events import PermissionMode, SessionFinished, SessionStarted
 from kestrel.settings import Settings, load_settings
 from kestrel.store.base import EventStore
 
@@ -68,19 +68,13 @@ def _run(request: RunRequest, console: Console) -> int:
     try:
         session_id = _existing_session(store, request, cwd)
         if session_id is not None:
-            return _resume(store, session_id, settings, request, console)
+            return _resume(store, session_id, request, console)
         task = request.task
         if task is None and not request.headless and sys.stdin.isatty():
             console.print("[bold cyan]What should Kestrel do?[/bold cyan] ", end="")
             task = input().strip()
         if not task:
             raise ConfigError('no task given: kestrel "what to do" (see kestrel --help)')
-        limits = Limits(
-            max_turns=settings.limits.max_turns,
-            max_tokens=settings.limits.max_tokens,
-            max_cost_usd=settings.limits.max_cost_usd,
-            max_wall_s=settings.limits.max_wall_s,
-        )
         app.check_credentials(settings, os.environ)  # Fail before the session starts.
         app.check_sandbox(settings)
         app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
@@ -90,7 +84,7 @@ def _run(request: RunRequest, console: Console) -> int:
             cwd=cwd,
             model=settings.model,
             permission_mode=settings.permission_mode,
-            limits=limits,
+            limits=settings.limits.as_limits(),
             version=app.version(),
         )
         return _execute(
@@ -122,23 +116,16 @@ def _existing_session(store: EventStore, request: RunRequest, cwd: Path) -> str 
     return None
 
 
-def _resume(
-    store: EventStore, session_id: str, settings: Settings, request: RunRequest, console: Console
-) -> int:
+def _resume(store: EventStore, session_id: str, request: RunRequest, console: Console) -> int:
     records = store.read(session_id)
-    started = records[0].event
-    cwd = Path(getattr(started, "cwd", ".") or ".")
+    started, last = records[0].event, records[-1].event
+    if not isinstance(started, SessionStarted):
+        raise ConfigError(f"session {session_id}: its log does not begin with session_started")
+    cwd = Path(started.cwd)
     # The session's own directory decides which project settings apply, and it keeps its model
     # unless the command line names another.
-    settings = _settings(
-        cwd, replace(request, model=request.model or getattr(started, "model", None))
-    )
-    finished = next(
-        (r.event for r in reversed(records) if r.event.type == "session_finished"), None
-    )
-    done = (
-        records[-1].event.type == "session_finished" and getattr(finished, "reason", "") == "done"
-    )
+    settings = _settings(cwd, replace(request, model=request.model or started.model))
+    done = isinstance(last, SessionFinished) and last.reason == "done"
     quiet = request.headless or not sys.stdin.isatty()
     if done and not request.task and quiet and request.rewind_to is None:
         raise ConfigError(
