@@ -1,0 +1,410 @@
+"""The context engine: an index of one repository, kept fresh, answering ranked queries."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kestrel.context.analysis import analyze
+from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
+from kestrel.context.inventory import MAX_RANKED_BYTES, Entry, classify, hash_file, list_files
+from kestrel.context.lexical import Bm25Index, ScoreArray, Vocabulary
+from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
+from kestrel.context.query import TaskQuery, parse_query
+from kestrel.context.rank import (
+    PathIndex,
+    Signals,
+    Weights,
+    fuse,
+    identifier_scores,
+    mention_scores,
+    normalised,
+)
+from kestrel.context.watch import ChangeWatcher
+
+Progress = Callable[[int, int], None]
+"""Called as (files done, files to do) while indexing."""
+
+RANKED_KINDS = frozenset({"code", "text"})
+_CHUNK_SEP = "\0"
+_CHUNK_POOL = 3000
+
+
+class ContextEngine:
+    """Index, freshness and search for the files under `root`."""
+
+    def __init__(self, root: Path, store: IndexStore, *, weights: Weights | None = None) -> None:
+        self.root = root
+        self.weights = weights or Weights()
+        self._store = store
+        self._vocab = Vocabulary(store.vocabulary())
+        self._records: dict[str, FileRecord] = {}
+        self._files = Bm25Index()
+        self._chunks = Bm25Index(k1=1.2, b=0.5)
+        self._by_name: dict[str, list[tuple[str, Symbol]]] = {}
+        self.stale_caught = 0
+        self._path_index: PathIndex | None = None
+        self._kinds: dict[str, str] | None = None
+        self._watcher: ChangeWatcher | None = None
+        self._load(store.records())
+
+    @classmethod
+    def open(
+        cls, root: Path, cache_dir: Path | None = None, *, persist: bool = True
+    ) -> ContextEngine:
+        """The engine for `root`, its index kept under `cache_dir` (or in memory)."""
+        root = root.resolve()
+        path = index_path_for(root, cache_dir or default_cache_dir()) if persist else None
+        return cls(root, IndexStore(path))
+
+    def close(self) -> None:
+        """Stop watching and close the index file."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        self._store.close()
+
+    def watch(self) -> bool:
+        """Follow changes as they happen, so queries in a long session apply only what changed."""
+        if self._watcher is None:
+            self._watcher = ChangeWatcher(self.root)
+            if not self._watcher.start():
+                self._watcher = None
+                return False
+        return True
+
+    def catch_up(self) -> int:
+        """Apply what the watcher saw; new files and directories mean a rescan (ignore rules)."""
+        if self._watcher is None:
+            return 0
+        changed = self._watcher.drain()
+        if changed is not None and not changed:
+            return 0
+        if changed is None or any(self._needs_rescan(p) for p in changed):
+            report = self.refresh()
+            return report.added + report.changed + report.removed
+        return self.refresh_paths(changed)
+
+    def _needs_rescan(self, path: str) -> bool:
+        if path not in self._records:
+            return (self.root / path).exists() or any(
+                p.startswith(path + "/") for p in self._records
+            )
+        return False
+
+    # ----------------------------------------------------------------- indexing
+
+    def _load(self, records: Iterable[FileRecord]) -> None:
+        for record in records:
+            self._records[record.path] = record
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Build the postings afresh from the records: after loading, and after bulk changes."""
+        self._path_index = self._kinds = None
+        self._by_name = {}
+        ranked = [r for r in self._records.values() if r.kind in RANKED_KINDS]
+        self._files.bulk_load((r.path, *r.terms) for r in ranked)
+        self._chunks.bulk_load(
+            (f"{r.path}{_CHUNK_SEP}{i}", *chunk) for r in ranked for i, chunk in enumerate(r.chunks)
+        )
+        for record in ranked:
+            self._add_names(record)
+
+    def refresh(self, progress: Progress | None = None) -> IndexReport:
+        """Bring the index up to date with the files on disk; only changed files are read."""
+        started = time.perf_counter()
+        entries = list_files(self.root)
+        listed = {e.path: e for e in entries}
+        removed = [p for p in self._records if p not in listed]
+        todo = [
+            e
+            for e in entries
+            if (r := self._records.get(e.path)) is None
+            or (r.size, r.mtime_ns) != (e.size, e.mtime_ns)
+        ]
+        added = sum(1 for e in todo if e.path not in self._records)
+        changed = self._update(todo, removed, progress)
+        skipped: dict[str, int] = {}
+        for record in self._records.values():
+            if record.kind not in RANKED_KINDS:
+                skipped[record.kind] = skipped.get(record.kind, 0) + 1
+        return IndexReport(
+            files_total=len(self._records),
+            files_ranked=len(self._files),
+            added=added,
+            changed=changed - added,
+            removed=len(removed),
+            took_s=time.perf_counter() - started,
+            skipped=skipped,
+        )
+
+    def refresh_paths(self, paths: Iterable[str]) -> int:
+        """Re-check named files (after an edit, or a watcher event); returns how many changed."""
+        todo: list[Entry] = []
+        removed: list[str] = []
+        for path in set(paths):
+            try:
+                st = (self.root / path).lstat()
+            except OSError:
+                if path in self._records:
+                    removed.append(path)
+                continue
+            record = self._records.get(path)
+            if record is None or (record.size, record.mtime_ns) != (st.st_size, st.st_mtime_ns):
+                todo.append(Entry(path, st.st_size, st.st_mtime_ns))
+        return self._update(todo, removed, None) + len(removed)
+
+    def _update(
+        self, todo: Sequence[Entry], removed: Sequence[str], progress: Progress | None
+    ) -> int:
+        upserts: list[FileRecord] = []
+        touched: list[tuple[str, int, int]] = []
+        # Many changes at once (a first index, a checkout): rebuild the postings once at the end.
+        bulk = len(todo) + len(removed) > max(500, len(self._records) // 10)
+        for n, entry in enumerate(todo):
+            if progress is not None and (n % 200 == 0 or n == len(todo) - 1):
+                progress(n + 1, len(todo))
+            record = self._read(entry)
+            if record is None:
+                removed = [*removed, entry.path]
+                continue
+            old = self._records.get(entry.path)
+            if old is not None and old.content_hash == record.content_hash:
+                self._records[entry.path] = _restat(old, entry)
+                touched.append((entry.path, entry.size, entry.mtime_ns))
+                continue
+            if bulk:
+                self._records[record.path] = record
+            else:
+                self._put(record)
+            upserts.append(record)
+        for path in removed:
+            if bulk:
+                self._records.pop(path, None)
+            else:
+                self._drop(path)
+        if bulk:
+            self._rebuild()
+        if upserts or removed:
+            self._store.save(vocabulary=self._vocab.terms, upserts=upserts, removals=removed)
+        if touched:
+            self._store.touch(touched)
+        return len(upserts)
+
+    def _read(self, entry: Entry) -> FileRecord | None:
+        empty = (np.zeros(0, np.int32), np.zeros(0, np.float32))
+        try:
+            if entry.size > MAX_RANKED_BYTES:
+                # Never hold a huge file in memory: hash it in pieces and list it unranked.
+                digest = hash_file(self.root / entry.path)
+                return FileRecord(
+                    entry.path, entry.size, entry.mtime_ns, digest, "huge", None, empty, ()
+                )
+            data = (self.root / entry.path).read_bytes()
+        except OSError:
+            return None
+        judged = classify(entry.path, data)
+        if judged.kind not in RANKED_KINDS:
+            return FileRecord(
+                entry.path,
+                entry.size,
+                entry.mtime_ns,
+                judged.content_hash,
+                judged.kind,
+                None,
+                empty,
+                (),
+            )
+        text = data.decode("utf-8", errors="replace")
+        analysis = analyze(entry.path, text, parse=judged.kind == "code")
+        return FileRecord(
+            path=entry.path,
+            size=entry.size,
+            mtime_ns=entry.mtime_ns,
+            content_hash=judged.content_hash,
+            kind=judged.kind,
+            symbols=analysis.symbols,
+            terms=self._vocab.vector(analysis.terms),
+            chunks=tuple(self._vocab.vector(c) for c in analysis.chunks),
+        )
+
+    def _put(self, record: FileRecord) -> None:
+        self._drop(record.path)
+        self._path_index = self._kinds = None
+        self._records[record.path] = record
+        if record.kind not in RANKED_KINDS:
+            return
+        self._files.put(record.path, *record.terms)
+        for i, chunk in enumerate(record.chunks):
+            self._chunks.put(f"{record.path}{_CHUNK_SEP}{i}", *chunk)
+        self._add_names(record)
+
+    def _drop(self, path: str) -> None:
+        old = self._records.pop(path, None)
+        if old is None:
+            return
+        self._path_index = self._kinds = None
+        self._files.remove(path)
+        for i in range(len(old.chunks)):
+            self._chunks.remove(f"{path}{_CHUNK_SEP}{i}")
+        if old.symbols is not None:
+            for symbol in old.symbols.definitions:
+                owners = self._by_name.get(symbol.name)
+                if owners is not None:
+                    owners[:] = [(p, s) for p, s in owners if p != path]
+
+    def _add_names(self, record: FileRecord) -> None:
+        if record.symbols is None:
+            return
+        for symbol in record.symbols.definitions:
+            self._by_name.setdefault(symbol.name, []).append((record.path, symbol))
+
+    # ----------------------------------------------------------------- queries
+
+    @property
+    def paths(self) -> list[str]:
+        """Every indexed path."""
+        return list(self._records)
+
+    def record(self, path: str) -> FileRecord | None:
+        """What the index holds for one path."""
+        return self._records.get(path)
+
+    def definitions_named(self, name: str) -> list[tuple[str, Symbol]]:
+        """Definitions whose short name is exactly `name`."""
+        return list(self._by_name.get(name, ()))
+
+    def search(self, text: str, k: int = 10, *, symbols_per_file: int = 3) -> SearchResult:
+        """Files and definitions ranked for a task or a query, freshness checked before serving."""
+        started = time.perf_counter()
+        self.catch_up()
+        query = parse_query(text)
+        for _ in range(3):
+            files, symbols = self._rank(query, k, symbols_per_file)
+            stale = [hit.path for hit in files if not self._is_fresh(hit.path, hit.content_hash)]
+            if not stale:
+                break
+            # A file changed under us: re-read it and rank again, never serve the old text.
+            self.stale_caught += len(stale)
+            self.refresh_paths(stale)
+        took = (time.perf_counter() - started) * 1000
+        return SearchResult(
+            query=text, files=files, symbols=symbols, took_ms=took, stale_caught=self.stale_caught
+        )
+
+    def _rank(
+        self, query: TaskQuery, k: int, per_file: int
+    ) -> tuple[tuple[FileHit, ...], tuple[SymbolHit, ...]]:
+        qvec: dict[int, float] = {}
+        for term, count in query.terms.items():
+            term_id = self._vocab.get(term)
+            if term_id is not None:
+                qvec[term_id] = 1.0 + math.log(count)
+        w = self.weights
+        signals = Signals()
+        file_scores = self._files.scores(qvec)
+        signals.lexical_file = normalised(_top(self._files, file_scores, 500))
+        chunk_scores = self._chunks.scores(qvec)
+        chunk_top = _top(self._chunks, chunk_scores, _CHUNK_POOL)
+        best_chunk: dict[str, float] = {}
+        chunk_norm = max(chunk_top.values(), default=0.0) or 1.0
+        symbol_scores: dict[tuple[str, str], float] = {}
+        for key, score in chunk_top.items():
+            path, _, index = key.partition(_CHUNK_SEP)
+            best_chunk[path] = max(best_chunk.get(path, 0.0), score)
+            symbol = self._symbol(path, int(index))
+            if symbol is not None:
+                symbol_scores[(path, symbol.qualname)] = score / chunk_norm
+        signals.lexical_chunk = normalised(best_chunk)
+        signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
+        if self._path_index is None or self._kinds is None:
+            self._path_index = PathIndex(list(self._records))
+            self._kinds = {p: r.kind for p, r in self._records.items()}
+        signals.mention = mention_scores(query, self._path_index)
+        fused = fuse(signals, query, w, self._kinds)
+        ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        top_file = ranked[0][1] if ranked else 1.0
+        file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
+        for named, bonus in ident_symbols.items():
+            symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
+        symbol_hits = sorted(
+            (
+                self._symbol_hit(
+                    path, qualname, score + w.symbol_file_share * file_share.get(path, 0.0)
+                )
+                for (path, qualname), score in symbol_scores.items()
+                if path in file_share
+            ),
+            key=lambda h: (-h.score, h.path, h.line),
+        )
+        hits: list[FileHit] = []
+        for path, score in ranked[:k]:
+            mine = tuple(h for h in symbol_hits if h.path == path)[:per_file]
+            hits.append(
+                FileHit(
+                    path=path,
+                    score=round(score, 6),
+                    content_hash=self._records[path].content_hash,
+                    symbols=mine,
+                )
+            )
+        return tuple(hits), tuple(symbol_hits[: max(k * per_file, 10)])
+
+    def _symbol(self, path: str, index: int) -> Symbol | None:
+        record = self._records.get(path)
+        if record is None or record.symbols is None or index >= len(record.symbols.definitions):
+            return None
+        return record.symbols.definitions[index]
+
+    def _symbol_hit(self, path: str, qualname: str, score: float) -> SymbolHit:
+        record = self._records[path]
+        assert record.symbols is not None
+        symbol = next(s for s in record.symbols.definitions if s.qualname == qualname)
+        return SymbolHit(
+            path=path,
+            qualname=qualname,
+            kind=symbol.kind,
+            line=symbol.line,
+            end_line=symbol.end_line,
+            signature=symbol.signature,
+            score=round(score, 6),
+        )
+
+    def _is_fresh(self, path: str, digest: str) -> bool:
+        record = self._records.get(path)
+        try:
+            st = (self.root / path).lstat()
+        except OSError:
+            return False
+        if record is not None and (record.size, record.mtime_ns) == (st.st_size, st.st_mtime_ns):
+            return True
+        try:
+            return classify(path, (self.root / path).read_bytes()).content_hash == digest
+        except OSError:
+            return False
+
+
+def _restat(record: FileRecord, entry: Entry) -> FileRecord:
+    return FileRecord(
+        record.path,
+        entry.size,
+        entry.mtime_ns,
+        record.content_hash,
+        record.kind,
+        record.symbols,
+        record.terms,
+        record.chunks,
+    )
+
+
+def _top(index: Bm25Index, scores: ScoreArray, n: int) -> dict[str, float]:
+    positive = int(np.count_nonzero(scores > 0))
+    if positive == 0:
+        return {}
+    n = min(n, positive)
+    picked = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+    return {index.key_of(int(i)): float(scores[i]) for i in picked if scores[i] > 0}

@@ -1,0 +1,213 @@
+"""The persistent index of one repository: a SQLite file in the user's cache directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kestrel.context.lexical import FloatArray, IntArray
+from kestrel.context.model import FileKind, FileSymbols, Symbol
+
+SCHEMA_VERSION = "1"
+INDEX_FILE_NAME = "index.sqlite"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """Everything the index keeps about one file."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    kind: FileKind
+    symbols: FileSymbols | None
+    terms: tuple[IntArray, FloatArray]
+    chunks: tuple[tuple[IntArray, FloatArray], ...]
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """`$KESTREL_CACHE_DIR`, else `$XDG_CACHE_HOME/kestrel`, else `~/.cache/kestrel`."""
+    env = os.environ if env is None else env
+    if explicit := env.get("KESTREL_CACHE_DIR"):
+        return Path(explicit).expanduser()
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "kestrel"
+    return (Path.home() if home is None else home) / ".cache" / "kestrel"
+
+
+def index_path_for(root: Path, cache_dir: Path) -> Path:
+    """One index per repository directory, named by a hash of its real path."""
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return cache_dir / "index" / f"{root.resolve().name}-{key}" / INDEX_FILE_NAME
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vocab (id INTEGER PRIMARY KEY, term TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+  path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+  hash TEXT NOT NULL, kind TEXT NOT NULL, symbols TEXT,
+  terms BLOB NOT NULL, tfs BLOB NOT NULL,
+  chunk_offsets BLOB NOT NULL, chunk_terms BLOB NOT NULL, chunk_tfs BLOB NOT NULL
+);
+"""
+
+
+class IndexStore:
+    """Reads and writes file records and the vocabulary; one writer at a time."""
+
+    def __init__(self, path: Path | None) -> None:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(":memory:" if path is None else str(path), timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        version = self._version()
+        if version not in (None, SCHEMA_VERSION):
+            # An index is a cache: an old layout is rebuilt, never migrated.
+            self._db.executescript("DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS vocab;")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+        )
+        self._db.commit()
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+    def _version(self) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else str(row[0])
+
+    def vocabulary(self) -> list[str]:
+        """All terms, by id."""
+        return [row[0] for row in self._db.execute("SELECT term FROM vocab ORDER BY id")]
+
+    def records(self) -> Iterator[FileRecord]:
+        """Every stored file record."""
+        cursor = self._db.execute(
+            "SELECT path, size, mtime_ns, hash, kind, symbols, terms, tfs,"
+            " chunk_offsets, chunk_terms, chunk_tfs FROM files"
+        )
+        for row in cursor:
+            yield _record(row)
+
+    def save(
+        self,
+        *,
+        vocabulary: list[str],
+        upserts: Iterable[FileRecord],
+        removals: Iterable[str],
+    ) -> None:
+        """Write changed records, removed paths and new vocabulary in one transaction."""
+        with self._db:
+            known = self._db.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM vocab").fetchone()[0]
+            self._db.executemany(
+                "INSERT INTO vocab(id, term) VALUES (?, ?)",
+                ((i, vocabulary[i]) for i in range(int(known), len(vocabulary))),
+            )
+            self._db.executemany("DELETE FROM files WHERE path = ?", ((p,) for p in removals))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (_row(r) for r in upserts),
+            )
+
+    def touch(self, stats: Iterable[tuple[str, int, int]]) -> None:
+        """Record a new stat for files whose content did not change."""
+        with self._db:
+            self._db.executemany(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                ((size, mtime, path) for path, size, mtime in stats),
+            )
+
+
+def _row(r: FileRecord) -> tuple[object, ...]:
+    offsets = np.cumsum([0, *(len(c[0]) for c in r.chunks)]).astype(np.int32)
+    chunk_terms = np.concatenate([c[0] for c in r.chunks]) if r.chunks else np.zeros(0, np.int32)
+    chunk_tfs = np.concatenate([c[1] for c in r.chunks]) if r.chunks else np.zeros(0, np.float32)
+    return (
+        r.path,
+        r.size,
+        r.mtime_ns,
+        r.content_hash,
+        r.kind,
+        None if r.symbols is None else json.dumps(_symbols_json(r.symbols)),
+        r.terms[0].astype(np.int32).tobytes(),
+        r.terms[1].astype(np.float32).tobytes(),
+        offsets.tobytes(),
+        chunk_terms.astype(np.int32).tobytes(),
+        chunk_tfs.astype(np.float32).tobytes(),
+    )
+
+
+def _record(row: tuple[object, ...]) -> FileRecord:
+    path, size, mtime, digest, kind, symbols, terms, tfs, offsets, c_terms, c_tfs = row
+    bounds = np.frombuffer(_bytes(offsets), dtype=np.int32)
+    all_terms = np.frombuffer(_bytes(c_terms), dtype=np.int32)
+    all_tfs = np.frombuffer(_bytes(c_tfs), dtype=np.float32)
+    chunks = tuple(
+        (all_terms[bounds[i] : bounds[i + 1]], all_tfs[bounds[i] : bounds[i + 1]])
+        for i in range(len(bounds) - 1)
+    )
+    return FileRecord(
+        path=str(path),
+        size=int(str(size)),
+        mtime_ns=int(str(mtime)),
+        content_hash=str(digest),
+        kind=str(kind),  # type: ignore[arg-type]
+        symbols=None if symbols is None else _symbols_from(json.loads(str(symbols))),
+        terms=(
+            np.frombuffer(_bytes(terms), dtype=np.int32),
+            np.frombuffer(_bytes(tfs), dtype=np.float32),
+        ),
+        chunks=chunks,
+    )
+
+
+def _bytes(value: object) -> bytes:
+    assert isinstance(value, bytes)
+    return value
+
+
+def _symbols_json(s: FileSymbols) -> dict[str, object]:
+    return {
+        "l": s.language,
+        "d": [[d.name, d.qualname, d.kind, d.line, d.end_line, d.signature] for d in s.definitions],
+        "r": list(s.references),
+        "i": list(s.imports),
+    }
+
+
+def _symbols_from(data: dict[str, list[list[object]] | list[str] | str]) -> FileSymbols:
+    definitions = tuple(
+        Symbol(
+            name=str(d[0]),
+            qualname=str(d[1]),
+            kind=str(d[2]),  # type: ignore[arg-type]
+            line=int(str(d[3])),
+            end_line=int(str(d[4])),
+            signature=str(d[5]),
+        )
+        for d in data["d"]
+        if isinstance(d, list)
+    )
+    return FileSymbols(
+        language=str(data["l"]),
+        definitions=definitions,
+        references=tuple(str(x) for x in data["r"]),
+        imports=tuple(str(x) for x in data["i"]),
+    )

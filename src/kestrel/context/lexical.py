@@ -1,0 +1,216 @@
+"""BM25 over documents held in memory as term-sorted postings, updated in place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int32]
+FloatArray = npt.NDArray[np.float32]
+ScoreArray = npt.NDArray[np.float64]
+
+_DELTA_LIMIT = 0.2
+"""Fold the delta segment into the base once it holds this share of all documents."""
+
+
+class Vocabulary:
+    """Term strings to dense integer ids; ids only grow, so stored arrays stay valid."""
+
+    __slots__ = ("_ids", "terms")
+
+    def __init__(self, terms: Iterable[str] = ()) -> None:
+        self.terms: list[str] = []
+        self._ids: dict[str, int] = {}
+        for term in terms:
+            self.intern(term)
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def intern(self, term: str) -> int:
+        """The id of `term`, adding it when new."""
+        found = self._ids.get(term)
+        if found is None:
+            found = self._ids[term] = len(self.terms)
+            self.terms.append(term)
+        return found
+
+    def get(self, term: str) -> int | None:
+        """The id of `term`, or None when no document ever had it."""
+        return self._ids.get(term)
+
+    def vector(self, weights: Mapping[str, float]) -> tuple[IntArray, FloatArray]:
+        """A document as parallel arrays of term ids and weights, ids ascending."""
+        n = len(weights)
+        ids = np.fromiter(map(self.intern, weights), dtype=np.int32, count=n)
+        tfs = np.fromiter(weights.values(), dtype=np.float32, count=n)
+        order = np.argsort(ids)
+        return ids[order], tfs[order]
+
+
+@dataclass(slots=True)
+class _Segment:
+    """Postings of the documents in slots [start, end), grouped by term."""
+
+    start: int
+    end: int
+    terms: IntArray  # distinct term ids, ascending
+    offsets: npt.NDArray[np.int64]  # postings of terms[i] are [offsets[i], offsets[i+1])
+    slots: IntArray
+    tfs: FloatArray
+
+
+def _segment(start: int, docs: list[tuple[IntArray, FloatArray]]) -> _Segment:
+    if not docs:
+        empty_i = np.zeros(0, np.int32)
+        return _Segment(
+            start, start, empty_i, np.zeros(1, np.int64), empty_i, np.zeros(0, np.float32)
+        )
+    lengths = np.fromiter((len(d[0]) for d in docs), dtype=np.int64, count=len(docs))
+    terms = np.concatenate([d[0] for d in docs])
+    tfs = np.concatenate([d[1] for d in docs])
+    slots = np.repeat(np.arange(start, start + len(docs), dtype=np.int32), lengths)
+    order = np.argsort(terms, kind="stable")
+    terms, tfs, slots = terms[order], tfs[order], slots[order]
+    distinct, first = np.unique(terms, return_index=True)
+    offsets = np.append(first, len(terms)).astype(np.int64)
+    return _Segment(start, start + len(docs), distinct.astype(np.int32), offsets, slots, tfs)
+
+
+_A = TypeVar("_A", bound=np.generic)
+
+
+def _grown(array: npt.NDArray[_A], size: int) -> npt.NDArray[_A]:
+    """`array` with room for `size` items, doubling so appends stay amortised O(1)."""
+    if size <= len(array):
+        return array
+    bigger = np.zeros(max(size, 2 * len(array), 64), dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
+
+
+class Bm25Index:
+    """Documents keyed by string; a removed key's slot is dead until the next fold."""
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._keys: list[str] = []
+        self._slot: dict[str, int] = {}
+        self._docs: list[tuple[IntArray, FloatArray]] = []
+        self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._length: ScoreArray = np.zeros(0, dtype=np.float64)
+        self._df: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._total_length = 0.0
+        self._base = _segment(0, [])
+        self._delta: _Segment | None = None
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._slot
+
+    def keys(self) -> list[str]:
+        """Keys of the live documents."""
+        return list(self._slot)
+
+    def key_of(self, slot: int) -> str:
+        """The key stored in a slot."""
+        return self._keys[slot]
+
+    def bulk_load(self, items: Iterable[tuple[str, IntArray, FloatArray]]) -> None:
+        """Replace everything with these documents, built as one segment."""
+        self.__init__(k1=self.k1, b=self.b)  # type: ignore[misc]
+        for key, ids, tfs in items:
+            self._append(key, ids, tfs)
+        self._base = _segment(0, self._docs)
+
+    def put(self, key: str, ids: IntArray, tfs: FloatArray) -> None:
+        """Add or replace one document."""
+        self.remove(key)
+        self._append(key, ids, tfs)
+        self._delta = None
+        if len(self._keys) - self._base.end > _DELTA_LIMIT * max(len(self._slot), 1000):
+            self._fold()
+
+    def remove(self, key: str) -> None:
+        """Drop one document; absent keys are ignored."""
+        slot = self._slot.pop(key, None)
+        if slot is None:
+            return
+        ids, _ = self._docs[slot]
+        self._alive[slot] = False
+        self._df[ids] -= 1
+        self._total_length -= self._length[slot]
+
+    def document(self, key: str) -> tuple[IntArray, FloatArray] | None:
+        """The stored vector of a live document."""
+        slot = self._slot.get(key)
+        return None if slot is None else self._docs[slot]
+
+    def scores(self, query: Mapping[int, float], *, max_df_share: float = 0.6) -> ScoreArray:
+        """BM25 of every slot for a weighted bag of term ids (dead slots score 0)."""
+        n = len(self._keys)
+        out = np.zeros(n, dtype=np.float64)
+        live = len(self._slot)
+        if live == 0 or not query:
+            return out
+        avg = self._total_length / live
+        norm = self.k1 * (1.0 - self.b + self.b * self._length[:n] / max(avg, 1e-9))
+        for segment in self._segments():
+            slots_parts: list[IntArray] = []
+            weight_parts: list[ScoreArray] = []
+            for term, weight in query.items():
+                if term >= len(self._df):
+                    continue
+                df = int(self._df[term])
+                if df == 0 or df > max_df_share * live:
+                    continue
+                at = int(np.searchsorted(segment.terms, term))
+                if at >= len(segment.terms) or segment.terms[at] != term:
+                    continue
+                lo, hi = int(segment.offsets[at]), int(segment.offsets[at + 1])
+                slots = segment.slots[lo:hi]
+                tf = segment.tfs[lo:hi].astype(np.float64)
+                idf = np.log1p((live - df + 0.5) / (df + 0.5))
+                slots_parts.append(slots)
+                weight_parts.append(weight * idf * tf * (self.k1 + 1.0) / (tf + norm[slots]))
+            if slots_parts:
+                out += np.bincount(
+                    np.concatenate(slots_parts),
+                    weights=np.concatenate(weight_parts),
+                    minlength=len(out),
+                )
+        out[~self._alive[:n]] = 0.0
+        return out
+
+    def _append(self, key: str, ids: IntArray, tfs: FloatArray) -> None:
+        slot = len(self._keys)
+        self._keys.append(key)
+        self._slot[key] = slot
+        self._docs.append((ids, tfs))
+        self._alive = _grown(self._alive, slot + 1)
+        self._length = _grown(self._length, slot + 1)
+        self._alive[slot] = True
+        length = float(tfs.sum())
+        self._length[slot] = length
+        self._total_length += length
+        if len(ids):
+            self._df = _grown(self._df, int(ids.max()) + 1)
+            self._df[ids] += 1
+
+    def _segments(self) -> list[_Segment]:
+        if self._base.end == len(self._keys):
+            return [self._base]
+        if self._delta is None:
+            self._delta = _segment(self._base.end, self._docs[self._base.end :])
+        return [self._base, self._delta]
+
+    def _fold(self) -> None:
+        live = [(k, *self._docs[s]) for k, s in sorted(self._slot.items(), key=lambda kv: kv[1])]
+        self.bulk_load(live)

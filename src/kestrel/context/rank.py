@@ -1,0 +1,170 @@
+"""Fusing the signals a task gives into one ranking of files and of definitions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from kestrel.context.model import Symbol
+from kestrel.context.query import TaskQuery
+
+_TEST_FILE = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)test_[^/]*$|_tests?\.\w+$|\.(test|spec)\.\w+$"
+    r"|(^|/)conftest\.py$"
+)
+_DOC_FILE = re.compile(r"(^|/)(docs?|examples?|benchmarks?|asv_bench|tutorials?)/")
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """How much each signal counts; tuned on the development split only."""
+
+    lexical_file: float = 1.0
+    lexical_chunk: float = 1.0
+    identifier: float = 1.0
+    mention: float = 2.0
+    test_prior: float = 0.3
+    doc_prior: float = 0.5
+    text_prior: float = 0.5
+    symbol_file_share: float = 0.5
+
+
+@dataclass(slots=True)
+class Signals:
+    """Per-file evidence, each normalised to [0, 1]."""
+
+    lexical_file: dict[str, float] = field(default_factory=dict)
+    lexical_chunk: dict[str, float] = field(default_factory=dict)
+    identifier: dict[str, float] = field(default_factory=dict)
+    mention: dict[str, float] = field(default_factory=dict)
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a path looks like a test file or lives in a tests directory."""
+    return bool(_TEST_FILE.search(path))
+
+
+def is_doc_path(path: str) -> bool:
+    """Whether a path lives under docs, examples or benchmarks."""
+    return bool(_DOC_FILE.search(path))
+
+
+def about_tests(query: TaskQuery) -> bool:
+    """Whether the task names a test file, so tests should not be ranked down."""
+    return any(is_test_path(p) for p in query.paths) or any(
+        is_test_path(f.path) for f in query.frames
+    )
+
+
+def normalised(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores divided by their maximum."""
+    top = max(scores.values(), default=0.0)
+    if top <= 0:
+        return {}
+    return {k: v / top for k, v in scores.items() if v > 0}
+
+
+def mention_scores(query: TaskQuery, by_suffix: PathIndex) -> dict[str, float]:
+    """Files the task names: by path, dotted module or stack trace (later frames count more)."""
+    scores: dict[str, float] = {}
+    for path in query.paths:
+        for hit in by_suffix.lookup(path):
+            scores[hit] = max(scores.get(hit, 0.0), 1.0)
+    for dotted in query.dotted:
+        parts = dotted.split(".")
+        for cut in range(len(parts), 1, -1):
+            stem = "/".join(parts[:cut])
+            hits = by_suffix.lookup(stem + ".py") or by_suffix.lookup(stem + "/__init__.py")
+            if hits:
+                for hit in hits:
+                    scores[hit] = max(scores.get(hit, 0.0), 0.8 if cut == len(parts) else 0.6)
+                break
+    frames = query.frames
+    for n, frame in enumerate(frames):
+        weight = 0.6 + 0.4 * (n + 1) / len(frames)
+        for hit in by_suffix.lookup(frame.path):
+            scores[hit] = max(scores.get(hit, 0.0), weight)
+    return scores
+
+
+def identifier_scores(
+    query: TaskQuery, definitions_named: Callable[[str], Sequence[tuple[str, Symbol]]]
+) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """Files and definitions whose names the task uses; rare names count more."""
+    files: dict[str, float] = {}
+    symbols: dict[tuple[str, str], float] = {}
+    for name in query.identifiers:
+        found = definitions_named(name)
+        if not found:
+            continue
+        owners = {path for path, _ in found}
+        weight = 1.0 / len(owners)
+        for path, symbol in found:
+            bonus = 1.5 if symbol.kind in ("class", "interface", "struct", "trait") else 1.0
+            files[path] = files.get(path, 0.0) + weight * bonus
+            key = (path, symbol.qualname)
+            symbols[key] = symbols.get(key, 0.0) + weight
+    return files, symbols
+
+
+def fuse(
+    signals: Signals, query: TaskQuery, w: Weights, kinds: Mapping[str, str]
+) -> dict[str, float]:
+    """One score per file: the weighted signals times the path priors."""
+    tests_ok = about_tests(query)
+    ident = normalised(signals.identifier)
+    candidates = (
+        set(signals.lexical_file) | set(signals.lexical_chunk) | set(ident) | set(signals.mention)
+    )
+    fused: dict[str, float] = {}
+    for path in candidates:
+        score = (
+            w.lexical_file * signals.lexical_file.get(path, 0.0)
+            + w.lexical_chunk * signals.lexical_chunk.get(path, 0.0)
+            + w.identifier * ident.get(path, 0.0)
+            + w.mention * signals.mention.get(path, 0.0)
+        )
+        if not tests_ok and is_test_path(path):
+            score *= w.test_prior
+        elif is_doc_path(path):
+            score *= w.doc_prior
+        if kinds.get(path) == "text":
+            score *= w.text_prior
+        fused[path] = score
+    return fused
+
+
+class PathIndex:
+    """Repository paths by their trailing components, for matching partial paths."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._by_name: dict[str, list[str]] = {}
+        for path in paths:
+            self._by_name.setdefault(PurePosixPath(path).name, []).append(path)
+
+    def lookup(self, mentioned: str) -> list[str]:
+        """Paths ending with the mentioned path, at a component boundary; longest match wins."""
+        mentioned = mentioned.strip().lstrip("./")
+        name = PurePosixPath(mentioned).name
+        candidates = self._by_name.get(name, [])
+        if not candidates:
+            return []
+        parts = PurePosixPath(mentioned).parts
+        best: list[str] = []
+        best_len = 0
+        for path in candidates:
+            shared = _shared_tail(PurePosixPath(path).parts, parts)
+            if shared > best_len:
+                best, best_len = [path], shared
+            elif shared == best_len:
+                best.append(path)
+        return best if len(best) <= 3 else []
+
+
+def _shared_tail(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
