@@ -1,0 +1,202 @@
+"""The engine end to end over real files: ranking basics, persistence and freshness."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kestrel.context.engine import ContextEngine
+from kestrel.context.inventory import content_hash
+
+FILES = {
+    "shop/cart.py": (
+        "class Cart:\n"
+        "    def add_item(self, sku, quantity):\n"
+        "        self.items[sku] = self.items.get(sku, 0) + quantity\n\n"
+        "    def total_price(self, catalog):\n"
+        "        return sum(catalog.price(s) * q for s, q in self.items.items())\n"
+    ),
+    "shop/catalog.py": (
+        "class Catalog:\n"
+        "    def price(self, sku):\n"
+        "        return self.prices[sku]\n\n"
+        "def load_catalog(path):\n"
+        "    return Catalog()\n"
+    ),
+    "shop/shipping.py": (
+        "def shipping_cost(weight, country):\n"
+        "    if country == 'NZ':\n"
+        "        return 5 + weight * 2\n"
+        "    return 10 + weight * 3\n"
+    ),
+    "tests/test_cart.py": (
+        "from shop.cart import Cart\n\ndef test_total_price():\n    assert Cart().total_price({}) == 0\n"
+    ),
+    "README.md": "# Shop\nA tiny shop with a cart, a catalog and shipping.\n",
+    "web/app.ts": (
+        "export class CheckoutPage {\n  render(): string { return 'checkout'; }\n}\n"
+        "export function computeDiscount(total: number): number { return total * 0.1; }\n"
+    ),
+}
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def bump(path: Path) -> None:
+    """Make sure a rewrite is visible in the stat even on coarse-grained clocks."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    write(root, FILES)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    return root
+
+
+def open_engine(root: Path, tmp_path: Path) -> ContextEngine:
+    engine = ContextEngine.open(root, tmp_path / "cache")
+    engine.refresh()
+    return engine
+
+
+def assert_fresh(engine: ContextEngine, root: Path, query: str) -> None:
+    """Every file served matches the bytes on disk, by hash."""
+    result = engine.search(query, k=20)
+    for hit in result.files:
+        assert hit.content_hash == content_hash((root / hit.path).read_bytes()), hit.path
+
+
+def test_ranks_the_file_a_task_names(repo: Path, tmp_path: Path) -> None:
+    engine = open_engine(repo, tmp_path)
+    result = engine.search("The total price of the cart is wrong when quantity is zero")
+    assert result.files[0].path == "shop/cart.py"
+    assert result.files[0].symbols[0].qualname == "Cart.total_price"
+    assert [h.path for h in result.files].index("tests/test_cart.py") > 0
+    assert engine.search("shipping_cost charges too much for NZ").files[0].path == "shop/shipping.py"
+    assert engine.search("computeDiscount rounds badly").files[0].path == "web/app.ts"
+    engine.close()
+
+
+def test_index_persists_and_only_changes_are_read(repo: Path, tmp_path: Path) -> None:
+    open_engine(repo, tmp_path).close()
+    again = ContextEngine.open(repo, tmp_path / "cache")
+    report = again.refresh()
+    assert (report.added, report.changed, report.removed) == (0, 0, 0)
+    assert again.search("catalog price").files[0].path == "shop/catalog.py"
+    (repo / "shop" / "shipping.py").write_text("def shipping_cost():\n    return 0\n")
+    bump(repo / "shop" / "shipping.py")
+    report = again.refresh()
+    assert (report.added, report.changed, report.removed) == (0, 1, 0)
+    again.close()
+
+
+def test_edit_delete_rename_then_no_stale_file_is_served(repo: Path, tmp_path: Path) -> None:
+    engine = open_engine(repo, tmp_path)
+    cart = repo / "shop" / "cart.py"
+    cart.write_text("class Basket:\n    def checkout_voucher(self):\n        return 1\n")
+    bump(cart)
+    # Served files are checked against the disk: the old cart is never served.
+    assert_fresh(engine, repo, "cart total price items quantity")
+    assert engine.search("checkout_voucher basket").files[0].path == "shop/cart.py"
+    (repo / "shop" / "shipping.py").unlink()
+    (repo / "shop" / "catalog.py").rename(repo / "shop" / "products.py")
+    engine.refresh()
+    paths = [h.path for h in engine.search("catalog price shipping", k=20).files]
+    assert "shop/shipping.py" not in paths and "shop/catalog.py" not in paths
+    assert "shop/products.py" in paths
+    assert engine.definitions_named("load_catalog")[0][0] == "shop/products.py"
+    assert engine.definitions_named("shipping_cost") == []
+    engine.close()
+
+
+def test_stale_file_is_caught_before_serving(repo: Path, tmp_path: Path) -> None:
+    engine = open_engine(repo, tmp_path)
+    target = repo / "shop" / "shipping.py"
+    target.write_text(FILES["shop/shipping.py"] + "\n# shipping rules changed\n")
+    bump(target)
+    result = engine.search("shipping_cost country")
+    assert result.stale_caught == 1
+    assert result.files[0].content_hash == content_hash(target.read_bytes())
+    engine.close()
+
+
+def test_checkout_of_another_commit(repo: Path, tmp_path: Path) -> None:
+    engine = open_engine(repo, tmp_path)
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, {f"gen/mod{i}.py": f"def generated_{i}():\n    return {i}\n" for i in range(30)})
+    (repo / "shop" / "cart.py").unlink()
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two")
+    engine.refresh()
+    assert engine.definitions_named("generated_7")[0][0] == "gen/mod7.py"
+    git(repo, "checkout", "-q", "-")
+    engine.refresh()
+    assert engine.definitions_named("generated_7") == []
+    assert engine.search("cart total price").files[0].path == "shop/cart.py"
+    assert_fresh(engine, repo, "cart generated catalog")
+    engine.close()
+
+
+def test_watcher_applies_changes_without_a_rescan(repo: Path, tmp_path: Path) -> None:
+    engine = open_engine(repo, tmp_path)
+    if not engine.watch():
+        pytest.skip("file watching is not available here")
+    (repo / "shop" / "tax.py").write_text("def vat_rate(country):\n    return 0.15\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if engine.search("vat_rate").files and engine.definitions_named("vat_rate"):
+            break
+        time.sleep(0.1)
+    assert engine.definitions_named("vat_rate")[0][0] == "shop/tax.py"
+    engine.close()
+
+
+def test_empty_repository(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    git(root, "init", "-q")
+    engine = ContextEngine.open(root, tmp_path / "cache")
+    report = engine.refresh()
+    assert report.files_total == 0
+    result = engine.search("anything at all")
+    assert result.files == () and result.symbols == ()
+    engine.close()
+
+
+def test_directory_that_is_not_a_git_checkout(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    root.mkdir()
+    write(root, FILES)
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    engine = ContextEngine.open(root, tmp_path / "cache")
+    report = engine.refresh()
+    assert report.files_total == len(FILES) + 1
+    assert report.skipped == {"binary": 1}
+    assert engine.search("shipping cost").files[0].path == "shop/shipping.py"
+    engine.close()
+
+
+def test_in_memory_index(repo: Path) -> None:
+    engine = ContextEngine.open(repo, persist=False)
+    engine.refresh()
+    assert engine.search("Catalog").files[0].path == "shop/catalog.py"
+    engine.close()
