@@ -15,6 +15,7 @@ from pathlib import Path
 from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import build_system_prompt, find_memory_files, load_memory
+from kestrel.context.engine import ContextEngine
 from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
 from kestrel.models.openai_compat import OpenAICompatProvider
@@ -30,7 +31,8 @@ from kestrel.settings import API_KEY_ENV, Settings
 from kestrel.store import STORE_FILE_NAME, default_data_dir
 from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
-from kestrel.tools.registry import ToolRegistry, default_tools
+from kestrel.tools.code import CodeIndex
+from kestrel.tools.registry import ToolRegistry, code_tools, default_tools
 from kestrel.workspace import CheckpointStore
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -180,12 +182,17 @@ def build_loop(
         store=store,
         session_id=session_id,
         streamer=streamer_for(provider),
-        tools=ToolRegistry(default_tools()),
+        tools=ToolRegistry([*default_tools(), *code_tools(CodeIndex(_open_index))]),
         environment=environment,
         approver=parts.approver,
         config=config,
         checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
     )
+
+
+def _open_index(root: Path) -> ContextEngine:
+    """The context engine for a workspace, its index in the user's cache directory."""
+    return ContextEngine.open(root)
 
 
 def _user_config_dir() -> Path:

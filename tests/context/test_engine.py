@@ -34,7 +34,8 @@ FILES = {
         "    return 10 + weight * 3\n"
     ),
     "tests/test_cart.py": (
-        "from shop.cart import Cart\n\ndef test_total_price():\n    assert Cart().total_price({}) == 0\n"
+        "from shop.cart import Cart\n\n"
+        "def test_total_price():\n    assert Cart().total_price({}) == 0\n"
     ),
     "README.md": "# Shop\nA tiny shop with a cart, a catalog and shipping.\n",
     "web/app.ts": (
@@ -91,7 +92,9 @@ def test_ranks_the_file_a_task_names(repo: Path, tmp_path: Path) -> None:
     assert result.files[0].path == "shop/cart.py"
     assert result.files[0].symbols[0].qualname == "Cart.total_price"
     assert [h.path for h in result.files].index("tests/test_cart.py") > 0
-    assert engine.search("shipping_cost charges too much for NZ").files[0].path == "shop/shipping.py"
+    assert (
+        engine.search("shipping_cost charges too much for NZ").files[0].path == "shop/shipping.py"
+    )
     assert engine.search("computeDiscount rounds badly").files[0].path == "web/app.ts"
     engine.close()
 

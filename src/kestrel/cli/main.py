@@ -10,15 +10,28 @@ import typer
 
 from kestrel.cli import sessions
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat
+from kestrel.cli.index_cmd import index_command, map_command, search_command
 from kestrel.cli.sandbox_cmd import doctor_command, sandbox_app
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.protocol.events import PermissionMode
 
-SUBCOMMANDS = ("resume", "rewind", "checkpoints", "sessions", "demo", "doctor", "sandbox")
+SUBCOMMANDS = (
+    "resume",
+    "rewind",
+    "checkpoints",
+    "sessions",
+    "demo",
+    "doctor",
+    "sandbox",
+    "index",
+    "search",
+    "map",
+)
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
-    "CHECKPOINT [MESSAGE] · kestrel sessions list|show|export · kestrel demo.  Exit codes: "
+    "CHECKPOINT [MESSAGE] · kestrel sessions list|show|export · kestrel index · kestrel search "
+    "QUERY · kestrel map · kestrel demo.  Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
     "130 cancelled."
 )
@@ -88,6 +101,9 @@ commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_mark
 commands_app.add_typer(sessions.app, name="sessions")
 commands_app.add_typer(sandbox_app, name="sandbox")
 commands_app.command("doctor")(doctor_command)
+commands_app.command("index")(index_command)
+commands_app.command("search")(search_command)
+commands_app.command("map")(map_command)
 
 
 @run_app.command(epilog=_EPILOG)

@@ -43,7 +43,8 @@ class ContextEngine:
         self._store = store
         self._vocab = Vocabulary(store.vocabulary())
         self._records: dict[str, FileRecord] = {}
-        self._files = Bm25Index()
+        self._files = Bm25Index(k1=1.2, b=0.75)
+        # Definitions vary less in length than files; normalising less keeps long ones findable.
         self._chunks = Bm25Index(k1=1.2, b=0.5)
         self._by_name: dict[str, list[tuple[str, Symbol]]] = {}
         self.stale_caught = 0

@@ -15,7 +15,8 @@ import numpy as np
 from kestrel.context.lexical import FloatArray, IntArray
 from kestrel.context.model import FileKind, FileSymbols, Symbol
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""Bump when the layout, tokenisation or analysis changes: old indexes are then rebuilt."""
 INDEX_FILE_NAME = "index.sqlite"
 
 
@@ -69,7 +70,10 @@ class IndexStore:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(":memory:" if path is None else str(path), timeout=30)
+        # Callers serialise access; allowing other threads lets a tool run the engine off-loop.
+        self._db = sqlite3.connect(
+            ":memory:" if path is None else str(path), timeout=30, check_same_thread=False
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         version = self._version()

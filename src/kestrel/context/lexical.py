@@ -13,6 +13,7 @@ IntArray = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float32]
 ScoreArray = npt.NDArray[np.float64]
 
+_MIN_DOCS_TO_SKIP = 50
 _DELTA_LIMIT = 0.2
 """Fold the delta segment into the base once it holds this share of all documents."""
 
@@ -169,7 +170,9 @@ class Bm25Index:
                 if term >= len(self._df):
                     continue
                 df = int(self._df[term])
-                if df == 0 or df > max_df_share * live:
+                # Skipping near-universal terms saves time on big repositories; in tiny ones
+                # every term is common and skipping would leave nothing to rank.
+                if df == 0 or (live > _MIN_DOCS_TO_SKIP and df > max_df_share * live):
                     continue
                 at = int(np.searchsorted(segment.terms, term))
                 if at >= len(segment.terms) or segment.terms[at] != term:

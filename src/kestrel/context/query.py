@@ -61,12 +61,24 @@ def parse_query(text: str) -> TaskQuery:
     )
     return TaskQuery(
         text=text,
-        terms=Counter(tokens(text)),
+        terms=_weighted_terms(text),
         identifiers=_identifiers(text),
         paths=paths,
         dotted=dotted,
         frames=frames,
     )
+
+
+TITLE_WEIGHT = 2
+"""The first line of an issue is its summary: its words count this many times."""
+
+
+def _weighted_terms(text: str) -> Counter[str]:
+    terms = Counter(tokens(text))
+    title = text.strip().split("\n", 1)[0]
+    for term in tokens(title):
+        terms[term] += TITLE_WEIGHT
+    return terms
 
 
 def _identifiers(text: str) -> tuple[str, ...]:

@@ -17,6 +17,10 @@ _TEST_FILE = re.compile(
 _DOC_FILE = re.compile(r"(^|/)(docs?|examples?|benchmarks?|asv_bench|tutorials?)/")
 
 
+FRAME_WEIGHT = 0.4
+"""A stack frame names where an error surfaced; the fix is often elsewhere."""
+
+
 @dataclass(frozen=True, slots=True)
 class Weights:
     """How much each signal counts; tuned on the development split only."""
@@ -83,7 +87,8 @@ def mention_scores(query: TaskQuery, by_suffix: PathIndex) -> dict[str, float]:
                 break
     frames = query.frames
     for n, frame in enumerate(frames):
-        weight = 0.6 + 0.4 * (n + 1) / len(frames)
+        # A trace shows where an error surfaced, often not where the fix goes: weigh it less.
+        weight = FRAME_WEIGHT * (0.5 + 0.5 * (n + 1) / len(frames))
         for hit in by_suffix.lookup(frame.path):
             scores[hit] = max(scores.get(hit, 0.0), weight)
     return scores

@@ -31,6 +31,34 @@ def split_identifier(word: str) -> list[str]:
     return [part.lower() for part in _PARTS.findall(word)]
 
 
+# Suffixes folded so that "migration", "migrations" and "migrate" meet, longest first.
+_SUFFIXES = (
+    ("izations", "iz"), ("ization", "iz"), ("isations", "is"), ("isation", "is"),
+    ("ational", "at"), ("ations", "at"), ("ation", "at"), ("ators", "at"), ("ator", "at"),
+    ("ating", "at"), ("ated", "at"), ("ates", "at"), ("ate", "at"),
+    ("izers", "iz"), ("izer", "iz"), ("izing", "iz"), ("ized", "iz"), ("izes", "iz"), ("ize", "iz"),
+    ("ments", ""), ("ment", ""), ("ness", ""), ("ings", ""), ("ing", ""), ("ions", ""),
+    ("ion", ""), ("ies", "y"), ("ied", "y"), ("ers", ""), ("er", ""), ("ed", ""),
+    ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh"), ("ly", ""), ("s", ""),
+)  # fmt: skip
+_MIN_STEM = 3
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """A light, fast suffix-folding stemmer for lowercase English and identifier words."""
+    if len(word) <= _MIN_STEM + 1 or not word.isalpha():
+        return word
+    if word.endswith(("ss", "us", "is")):
+        return word
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            word = word[: -len(suffix)] + replacement
+            break
+    # "value", "values" and "valued" all end as "valu".
+    return word[:-1] if word.endswith("e") and len(word) > _MIN_STEM + 1 else word
+
+
 @lru_cache(maxsize=200_000)
 def _expand(word: str) -> tuple[str, ...]:
     """The terms one word contributes; cached because code repeats its words endlessly."""
@@ -39,10 +67,10 @@ def _expand(word: str) -> tuple[str, ...]:
     out: list[str] = []
     whole = word.lower()
     if len(whole) >= MIN_LENGTH and whole not in STOPWORDS:
-        out.append(whole)
+        out.append(stem(whole))
     parts = split_identifier(word)
     if len(parts) > 1:
-        out.extend(p for p in parts if len(p) >= MIN_LENGTH and p not in STOPWORDS)
+        out.extend(stem(p) for p in parts if len(p) >= MIN_LENGTH and p not in STOPWORDS)
     return tuple(out)
 
 

@@ -13,6 +13,14 @@ from pydantic_core import ErrorDetails
 
 from kestrel.protocol.messages import JSONValue, ToolCall, ToolSpec
 from kestrel.tools.base import Tool, ToolContext, ToolFailed, ToolKind, ToolOutcome
+from kestrel.tools.code import (
+    CodeIndex,
+    FindReferences,
+    FindSymbol,
+    Outline,
+    RepoMapTool,
+    SearchCode,
+)
 from kestrel.tools.files import EditFile, ListFiles, ReadFile, WriteFile
 from kestrel.tools.patch import ApplyPatch
 from kestrel.tools.search import Grep
@@ -24,6 +32,17 @@ logger = logging.getLogger(__name__)
 def default_tools() -> list[Tool]:
     """The seven built-in tools, in the order the model is told about them."""
     return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), ApplyPatch(), Bash()]
+
+
+def code_tools(index: CodeIndex) -> list[Tool]:
+    """The five code-intelligence tools, answering from `index`; offered on top of the defaults."""
+    return [
+        SearchCode(index),
+        FindSymbol(index),
+        FindReferences(index),
+        Outline(),
+        RepoMapTool(index),
+    ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
