@@ -122,3 +122,13 @@ def test_identifiers_are_kept_whole_and_split() -> None:
         "stor",
         "py",
     ]
+
+
+def test_bulk_load_with_empty_documents_anywhere() -> None:
+    docs = {"empty0": {}, "a": {"x": 2.0}, "mid": {}, "b": {"x": 1.0, "y": 3.0}, "last": {}}
+    index, vocab = build(docs)  # type: ignore[arg-type]
+    query = {"x": 1.0, "y": 1.0}
+    got = scored(index, vocab, query)
+    want = brute_bm25(docs, query)  # type: ignore[arg-type]
+    for key in docs:
+        assert got[key] == pytest.approx(want[key])

@@ -46,7 +46,8 @@ class ContextEngine:
         self._files = Bm25Index(k1=1.2, b=0.75)
         # Definitions vary less in length than files; normalising less keeps long ones findable.
         self._chunks = Bm25Index(k1=1.2, b=0.5)
-        self._by_name: dict[str, list[tuple[str, Symbol]]] = {}
+        self._by_name: dict[str, dict[str, list[Symbol]]] = {}
+        """Definitions by short name, then by path: dropping a file touches only its names."""
         self.stale_caught = 0
         self._path_index: PathIndex | None = None
         self._kinds: dict[str, str] | None = None
@@ -234,8 +235,12 @@ class ContextEngine:
         )
 
     def _put(self, record: FileRecord) -> None:
-        self._drop(record.path)
-        self._path_index = self._kinds = None
+        old = self._records.get(record.path)
+        # New content under a known path and kind leaves the path lookups valid.
+        same_shape = old is not None and old.kind == record.kind
+        self._drop(record.path, replacing=same_shape)
+        if not same_shape:
+            self._path_index = self._kinds = None
         self._records[record.path] = record
         if record.kind not in RANKED_KINDS:
             return
@@ -244,25 +249,28 @@ class ContextEngine:
             self._chunks.put(f"{record.path}{_CHUNK_SEP}{i}", *chunk)
         self._add_names(record)
 
-    def _drop(self, path: str) -> None:
+    def _drop(self, path: str, *, replacing: bool = False) -> None:
         old = self._records.pop(path, None)
         if old is None:
             return
-        self._path_index = self._kinds = None
+        if not replacing:
+            self._path_index = self._kinds = None
         self._files.remove(path)
         for i in range(len(old.chunks)):
             self._chunks.remove(f"{path}{_CHUNK_SEP}{i}")
         if old.symbols is not None:
-            for symbol in old.symbols.definitions:
-                owners = self._by_name.get(symbol.name)
+            for name in {symbol.name for symbol in old.symbols.definitions}:
+                owners = self._by_name.get(name)
                 if owners is not None:
-                    owners[:] = [(p, s) for p, s in owners if p != path]
+                    owners.pop(path, None)
+                    if not owners:
+                        del self._by_name[name]
 
     def _add_names(self, record: FileRecord) -> None:
         if record.symbols is None:
             return
         for symbol in record.symbols.definitions:
-            self._by_name.setdefault(symbol.name, []).append((record.path, symbol))
+            self._by_name.setdefault(symbol.name, {}).setdefault(record.path, []).append(symbol)
 
     # ----------------------------------------------------------------- queries
 
@@ -277,7 +285,8 @@ class ContextEngine:
 
     def definitions_named(self, name: str) -> list[tuple[str, Symbol]]:
         """Definitions whose short name is exactly `name`."""
-        return list(self._by_name.get(name, ()))
+        by_path = self._by_name.get(name, {})
+        return [(path, symbol) for path, symbols in by_path.items() for symbol in symbols]
 
     def search(self, text: str, k: int = 10, *, symbols_per_file: int = 3) -> SearchResult:
         """Files and definitions ranked for a task or a query, freshness checked before serving."""

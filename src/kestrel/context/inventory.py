@@ -106,9 +106,10 @@ def list_files(root: Path) -> list[Entry]:
     if names is None:
         names = _walk_files(root)
     entries: list[Entry] = []
+    base = str(root) + os.sep  # plain strings: a Path per file costs more than the lstat
     for name in names:
         try:
-            st = os.lstat(root / name)
+            st = os.lstat(base + name)
         except OSError:
             continue  # listed by git but deleted on disk
         if not _is_regular(st.st_mode):
