@@ -149,14 +149,24 @@ class GrepCollector:
         self._files: set[str] = set()
         self._pending: list[GrepLine] = []
         self._last: _Building | None = None
+        self._current = ""
 
     def feed(self, output: str) -> None:
         """Take in a chunk of ripgrep `--json` output (whole lines)."""
         for raw in output.splitlines():
+            if len(self._kept) >= self._limit:
+                # Past the limit only counts matter: decoding every line cost more than rg did.
+                if raw.startswith('{"type":"match"'):
+                    self._total += 1
+                    self._files.add(self._current)
+                elif raw.startswith('{"type":"begin"'):
+                    self._current = _block_path(raw)
+                continue
             event = json.loads(raw) if raw.strip() else {}
             kind = event.get("type")
             if kind == "begin":
                 self._pending, self._last = [], None
+                self._current = _block_path(raw)
             elif kind in ("match", "context"):
                 path, line, focus = _parse_line(event["data"])
                 if kind == "match":
@@ -196,6 +206,26 @@ class GrepCollector:
             for b in self._kept
         )
         return GrepReport(matches=matches, total_matches=self._total, total_files=len(self._files))
+
+
+def _block_path(begin_line: str) -> str:
+    """The path a ripgrep `begin` event names (text, or base64 bytes for odd names)."""
+    return _text_of(json.loads(begin_line).get("data", {}).get("path", {})).removeprefix("./")
+
+
+def sorted_by_file(output: str) -> str:
+    """ripgrep `--json` output with its per-file blocks in path order.
+
+    Sorting here rather than with `--sort path` keeps ripgrep searching on every core.
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    for raw in output.splitlines():
+        if raw.startswith('{"type":"begin"'):
+            blocks.append((_block_path(raw), [raw]))
+        elif blocks and not raw.startswith('{"type":"summary"'):
+            blocks[-1][1].append(raw)
+    blocks.sort(key=lambda block: block[0])
+    return "\n".join(line for _, lines in blocks for line in lines)
 
 
 def _parse_line(data: dict[str, Any]) -> tuple[str, GrepLine, int]:
@@ -294,7 +324,7 @@ class Grep:
         if not target.exists():
             raise ToolFailed(f"{a.path} does not exist")
         shown = display_path(ctx.root, target)
-        flags = ["--json", "--sort", "path", *_WALK_FLAGS]
+        flags = ["--json", *_WALK_FLAGS]
         flags += ["--ignore-case"] if a.case_insensitive else []
         flags += ["--context", str(a.context)] if a.context else []
         if a.glob:
@@ -310,7 +340,7 @@ class Grep:
             run = await run_rg(
                 [*flags, "--regexp", a.pattern, "--", *batch], cwd=ctx.root.resolve()
             )
-            collector.feed(run.stdout)
+            collector.feed(sorted_by_file(run.stdout))
             if run.exit_code == 2:
                 problems.append(run.stderr)
         report = collector.report()
