@@ -28,7 +28,7 @@ class Weights:
     lexical_file: float = 1.0
     lexical_chunk: float = 1.0
     identifier: float = 1.0
-    mention: float = 2.0
+    mention: float = 1.0
     test_prior: float = 0.3
     doc_prior: float = 0.5
     text_prior: float = 0.5
