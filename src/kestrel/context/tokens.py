@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 from functools import lru_cache
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -95,7 +94,3 @@ def path_tokens(path: str) -> list[str]:
     """Index terms of a repository path: directories, the file stem and their words."""
     return tokens(re.sub(r"[/\\.\-]", " ", path))
 
-
-def counts(terms: Iterable[str]) -> Counter[str]:
-    """How often each term occurs."""
-    return Counter(terms)
