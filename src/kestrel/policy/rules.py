@@ -1,0 +1,396 @@
+"""Permission rules: `Tool(specifier)` strings in `allow`, `ask` and `deny` lists.
+
+A rule names a tool, a family of tools or an MCP server, optionally narrowed by a specifier:
+
+- `Bash(npm test)` is one exact command; `Bash(git diff:*)` every command starting with those
+  words; `Bash(npm run test *)` a glob over the command's words.
+- `Read(src/**)`, `Edit(docs/**)`: paths, gitignore style. A pattern without a slash (`.env`,
+  `*.pem`) matches at any depth; `/x` and `./x` are relative to the workspace, `~/x` to the home
+  directory and `//x` is the absolute path `/x`. A rule for a folder covers what is inside it.
+- `WebFetch(domain:docs.python.org)`: that host and its subdomains.
+- `mcp__server` (every tool of that server), `mcp__server__tool`.
+- A tool's own name (`read_file`, `bash(pytest:*)`) works as well as its family's.
+
+`Read` rules cover every tool that reads files by path; `Edit` (alias `Write`) every tool that
+writes them. A denied read also denies editing the same file, since an edit shows its content.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from kestrel.policy.subject import CallSubject, CommandPart
+
+RuleList = Literal["allow", "ask", "deny"]
+FAMILIES = {"bash": "Bash", "read": "Read", "edit": "Edit", "write": "Edit", "webfetch": "WebFetch"}
+"""Family names a rule may use (any case), and the family each stands for."""
+
+_RULE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+_SAFE_ENV = frozenset(
+    {"CI", "NODE_ENV", "RUST_BACKTRACE", "RUST_LOG", "NO_COLOR", "FORCE_COLOR", "TERM", "TZ"}
+    | {"LANG", "LC_ALL", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "DEBUG", "VERBOSE"}
+)
+"""Variables whose assignment before a command does not change what a rule about it means."""
+
+
+class RuleError(ValueError):
+    """A rule string that cannot be read; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    """One parsed rule and where it was written."""
+
+    text: str
+    tool: str
+    """The tool, family (`Bash`, `Read`, `Edit`, `WebFetch`) or MCP name the rule is about."""
+    specifier: str | None
+    origin: str = ""
+
+    @property
+    def family(self) -> str | None:
+        """`Bash`, `Read`, `Edit` or `WebFetch` when the rule names a family, else `None`."""
+        return FAMILIES.get(self.tool.lower())
+
+    @property
+    def exact(self) -> bool:
+        """True when the rule names one command or one path, with no wildcard."""
+        spec = self.specifier
+        return spec is not None and not any(ch in spec for ch in "*?[")
+
+    def describe(self) -> str:
+        """The rule as written, with the file it came from."""
+        return f"{self.text} ({self.origin})" if self.origin else self.text
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_words(spec: str) -> tuple[str, ...]:
+    """The words of a Bash specifier, its `:*` taken off, split as the shell would."""
+    spec = spec.removesuffix(":*")
+    try:
+        return tuple(shlex.split(spec))
+    except ValueError:
+        return tuple(spec.split())
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_glob(spec: str) -> re.Pattern[str] | None:
+    """A regex for a Bash specifier with `*` wildcards, or `None` for an exact or prefix one."""
+    if spec.endswith(":*") or "*" not in spec:
+        return None
+    words = " ".join(spec.split())
+    return re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in words) + r"\Z")
+
+
+def parse_rule(text: str, origin: str = "") -> Rule:
+    """Read one rule string; raises `RuleError` saying what is wrong."""
+    match = _RULE.match(text)
+    if match is None or text.count("(") != text.count(")"):
+        raise RuleError(
+            f"{text!r} is not a rule: expected Tool or Tool(specifier), "
+            'e.g. "Bash(npm test)", "Read(src/**)", "Bash(git diff:*)"'
+        )
+    tool, spec = match.group(1), match.group(2)
+    if spec is not None:
+        spec = spec.strip()
+        if not spec or spec in ("*", "**"):
+            spec = None  # "Bash()" and "Bash(*)" both mean every command.
+    family = FAMILIES.get(tool.lower())
+    if family == "WebFetch" and spec is not None and not spec.startswith("domain:"):
+        raise RuleError(f"{text!r}: WebFetch rules name a host as domain:HOST")
+    if family == "Bash" and spec is not None and spec.endswith(":*") and "*" in spec[:-2]:
+        raise RuleError(f"{text!r}: use either a prefix (words:*) or a glob (*), not both")
+    return Rule(text=text.strip(), tool=tool, specifier=spec, origin=origin)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit:
+    """Which list decided, by which rule, and for which part of the call."""
+
+    verdict: RuleList
+    rule: Rule
+    part: str
+    """The command or path the rule matched."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleVerdict:
+    """What the rules say about one call: `None` when no rule covers all of it."""
+
+    verdict: RuleList | None
+    hit: Hit | None = None
+    reason: str = ""
+    exactly_allowed: frozenset[str] = frozenset()
+    """Commands and paths an exact allow rule names: the classifier does not ask about these."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The allow, ask and deny lists of every settings file, merged."""
+
+    allow: tuple[Rule, ...] = ()
+    ask: tuple[Rule, ...] = ()
+    deny: tuple[Rule, ...] = ()
+    home: Path = field(default_factory=Path.home)
+
+    @classmethod
+    def from_lists(
+        cls,
+        lists: dict[RuleList, Sequence[str]],
+        origins: dict[str, str] | None = None,
+        home: Path | None = None,
+    ) -> RuleSet:
+        """Parse every rule; raises `RuleError` naming the first bad one."""
+        origins = origins or {}
+        parsed = {
+            name: tuple(parse_rule(t, origins.get(t, "")) for t in lists.get(name, ()))
+            for name in ("allow", "ask", "deny")
+        }
+        return cls(parsed["allow"], parsed["ask"], parsed["deny"], home or Path.home())
+
+    def all_rules(self) -> Iterable[Rule]:
+        """Every rule, deny first."""
+        return (*self.deny, *self.ask, *self.allow)
+
+    def evaluate(self, subject: CallSubject, commands: Sequence[CommandPart] = ()) -> RuleVerdict:
+        """Deny beats ask beats allow; a call with several parts is allowed only if each is.
+
+        `commands` are the simple commands of `subject.command`, parsed by the caller. A command
+        line is allowed as a whole by an exact rule naming all of it, or part by part, where a
+        wrapper (`timeout 5 pytest`) counts as allowed when its inner command is.
+        """
+        parts = _parts(subject, commands)
+        if not parts:
+            return RuleVerdict(verdict=None)
+        for name in ("deny", "ask"):
+            for part in parts:
+                rule = self._first(name, subject, part)
+                if rule is not None:
+                    hit = Hit(verdict=name, rule=rule, part=part.text)
+                    return RuleVerdict(verdict=hit.verdict, hit=hit, reason=_reason(hit))
+        allowed = [(part, self._first("allow", subject, part)) for part in parts]
+        exact = frozenset(p.text for p, rule in allowed if rule is not None and rule.exact)
+        whole = next((r for p, r in allowed if p.aspect == "whole" and r is not None), None)
+        if whole is not None:
+            hit = Hit(verdict="allow", rule=whole, part=parts[0].text)
+            texts = frozenset(p.text for p in parts)
+            return RuleVerdict(verdict="allow", hit=hit, reason=_reason(hit), exactly_allowed=texts)
+        needed = [(p, r) for p, r in allowed if p.aspect != "whole" and not p.exempt]
+        if not needed or any(rule is None for _, rule in needed):
+            return RuleVerdict(verdict=None, exactly_allowed=exact)
+        rule = next(rule for _, rule in needed if rule is not None)
+        shown = subject.command or ", ".join(subject.paths) or subject.url or subject.tool
+        hit = Hit(verdict="allow", rule=rule, part=shown.strip())
+        return RuleVerdict(verdict="allow", hit=hit, reason=_reason(hit), exactly_allowed=exact)
+
+    def denied_argument(self, subject: CallSubject, commands: Sequence[CommandPart]) -> Hit | None:
+        """A command argument naming a file a `Read` deny rule protects (`cat .env`).
+
+        Best effort: only words that are paths as written are seen, not paths a program
+        builds or finds on its own.
+        """
+        rules = [r for r in self.deny if r.family == "Read" and r.specifier is not None]
+        for command in commands:
+            for word in command.words[1:]:
+                candidate = word.partition("=")[2] if word.startswith("-") else word
+                if not candidate or candidate.startswith("-"):
+                    continue
+                for rule in rules:
+                    assert rule.specifier is not None
+                    if path_matches(rule.specifier, candidate, subject.root, self.home):
+                        return Hit(verdict="deny", rule=rule, part=command.text)
+        return None
+
+    def _first(self, name: RuleList, subject: CallSubject, part: _Part) -> Rule | None:
+        rules: tuple[Rule, ...] = getattr(self, name)
+        for rule in rules:
+            if _applies(rule, subject, part, self.home, deny=name == "deny"):
+                return rule
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    text: str
+    aspect: Literal["whole", "command", "path", "url", "tool"]
+    words: tuple[str, ...] = ()
+    exempt: bool = False
+
+
+def _parts(subject: CallSubject, commands: Sequence[CommandPart]) -> list[_Part]:
+    """The pieces rules are matched against: the whole command line and each simple command,
+    each path, the URL, or else the call as a whole."""
+    if subject.command is not None:
+        whole = _Part(subject.command.strip(), "whole")
+        return [whole] + [_Part(c.text, "command", c.words, c.exempt) for c in commands]
+    if subject.paths:
+        return [_Part(p, "path") for p in subject.paths]
+    if subject.url is not None:
+        return [_Part(subject.url, "url")]
+    return [_Part(subject.tool, "tool")]
+
+
+def _applies(rule: Rule, subject: CallSubject, part: _Part, home: Path, *, deny: bool) -> bool:
+    if not _names_tool(rule, subject, deny=deny):
+        return False
+    spec = rule.specifier
+    if part.aspect == "whole":
+        # Only an exact rule speaks for a whole command line: it is how a person allows a
+        # construct that is otherwise always asked about, such as `$(...)` or a heredoc.
+        return (
+            spec is not None
+            and rule.exact
+            and " ".join(spec.split()) == " ".join(part.text.split())
+        )
+    if spec is None:
+        return True
+    if part.aspect == "command":
+        return command_matches(rule, part.words)
+    if part.aspect == "path":
+        return path_matches(spec, part.text, subject.root, home)
+    if part.aspect == "url":
+        return _domain_matches(spec, part.text)
+    return False
+
+
+def _names_tool(rule: Rule, subject: CallSubject, *, deny: bool) -> bool:
+    family = rule.family
+    if family is None:
+        tool = rule.tool
+        if tool.startswith("mcp__") and not tool.endswith("*") and tool.count("__") == 1:
+            return subject.tool.startswith(tool + "__")
+        if "*" in tool:
+            return re.fullmatch(tool.replace("*", ".*"), subject.tool) is not None
+        return tool in (subject.tool, *subject.aliases)
+    if family == "Bash":
+        return subject.command is not None
+    if family == "WebFetch":
+        return subject.url is not None
+    if family == "Read":
+        # A file nobody may read may not be edited either: the edit would show its content.
+        return bool(subject.paths) and (subject.kind == "read" or (deny and subject.kind == "edit"))
+    return subject.kind == "edit"
+
+
+def command_matches(rule: Rule, words: Sequence[str]) -> bool:
+    """Whether a Bash rule covers one simple command, given as its words without quotes."""
+    words = tuple(words)
+    if rule.specifier is None:
+        return True
+    glob = _spec_glob(rule.specifier)
+    if glob is not None:
+        return glob.match(" ".join(words)) is not None
+    want = _spec_words(rule.specifier)
+    if rule.specifier.endswith(":*"):
+        return words[: len(want)] == want
+    return words == want
+
+
+def rule_words(assignments: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
+    """The words a rule sees: assignments that may change a command's meaning, then the words."""
+    kept = [a for a in assignments if a.partition("=")[0] not in _SAFE_ENV]
+    return (*kept, *words)
+
+
+def path_matches(pattern: str, raw: str, root: Path, home: Path) -> bool:
+    """Whether a path pattern covers `raw` (as a tool was given it), lexically or resolved."""
+    candidates = _path_forms(raw, root)
+    regex, absolute = _path_regex(pattern, home)
+    for path in candidates:
+        if absolute:
+            if regex.match(path.as_posix()):
+                return True
+            continue
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if regex.match("" if rel == "." else rel):
+            return True
+    return False
+
+
+def _path_forms(raw: str, root: Path) -> list[Path]:
+    """The lexical absolute path, and the one with symlinks resolved when it differs."""
+    expanded = Path(os.path.expanduser(raw))
+    lexical = Path(os.path.normpath(root / expanded))
+    forms = [lexical]
+    try:
+        real = lexical.resolve()
+    except OSError:
+        return forms
+    if real != lexical:
+        forms.append(real)
+    return forms
+
+
+def _path_regex(pattern: str, home: Path) -> tuple[re.Pattern[str], bool]:
+    """A regex for `pattern` and whether it is about absolute paths."""
+    absolute = False
+    if pattern.startswith("//"):
+        pattern, absolute = pattern[1:], True
+    elif pattern == "~" or pattern.startswith("~/"):
+        pattern, absolute = home.as_posix() + pattern[1:], True
+    elif pattern.startswith("/"):
+        pattern = pattern[1:]
+    elif pattern.startswith("./"):
+        pattern = pattern[2:]
+    anywhere = not absolute and "/" not in pattern.rstrip("/")
+    pattern = pattern.rstrip("/") or ("/" if absolute else "")
+    body = _glob_to_regex(pattern)
+    if anywhere:
+        body = "(?:.*/)?" + body
+    # A pattern naming a folder covers everything inside it.
+    return re.compile(body + r"(?:/.*)?\Z", re.DOTALL), absolute
+
+
+def _glob_to_regex(glob: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        ch = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("/**", i) and i + 3 == len(glob):
+            out.append("(?:/.*)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[" and "]" in glob[i + 1 :]:
+            end = glob.index("]", i + 1)
+            body = glob[i + 1 : end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return "".join(out)
+
+
+def _domain_matches(spec: str, url: str) -> bool:
+    domain = spec.removeprefix("domain:").lower().strip(".")
+    host = (urlsplit(url if "://" in url else "//" + url).hostname or "").lower()
+    if domain.startswith("*."):
+        return host.endswith(domain[1:])
+    return host == domain or host.endswith("." + domain)
+
+
+def _reason(hit: Hit) -> str:
+    verb = {"allow": "allows", "ask": "asks about", "deny": "denies"}[hit.verdict]
+    return f"rule {hit.rule.describe()} {verb} {hit.part}"
