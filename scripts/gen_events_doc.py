@@ -41,6 +41,14 @@ WHEN = {
     "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
     "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
     "(`stop`).",
+    "hook_ran": "After each configured hook command ran (or failed to), before what it decided "
+    "takes effect.",
+    "context_added": "When Kestrel adds text to the conversation on the person's behalf: a "
+    "`SessionStart` or `UserPromptSubmit` hook's context, or a `Stop` hook's reason to go on.",
+    "prompt_blocked": "When a `UserPromptSubmit` hook refuses the person's latest message; the "
+    "message is taken out of the conversation and the run ends with reason `hook`.",
+    "injection_flagged": "Before the `tool_finished` of a call whose result holds text that reads "
+    "like instructions to the agent.",
     "error": "When something fails; the session may go on (`recoverable`) or finish.",
     "session_finished": "When the session stops, for any reason. Another may follow a "
     "`session_resumed`.",
@@ -99,8 +107,13 @@ MEANING: dict[str, dict[str, str]] = {
         "call_id": "The call decided on.",
         "decision": "Whether it may run.",
         "decided_by": "Who decided: the permission mode, a rule, the person, the headless "
-        "default, or a hook.",
+        "default (nobody to ask), a hook, or the classifier of dangerous actions.",
         "reason": "Why, in words.",
+        "source": "The rule (with the settings file it came from) or the hook command that "
+        "decided; empty when the mode did.",
+        "asked": "When the person was asked, or would have been: why.",
+        "updated_arguments": "A `PreToolUse` hook's replacement for the call's arguments, as "
+        "JSON text; the call runs with these.",
     },
     "tool_started": {"call_id": "The call that began.", "name": "The tool's name."},
     "tool_output_chunk": {
@@ -149,13 +162,34 @@ MEANING: dict[str, dict[str, str]] = {
         "action": "`warn`: the model is told; `stop`: the session finishes with reason `loop`.",
         "detail": "What repeats, in words.",
     },
+    "hook_ran": {
+        "hook_event": "The hook event, such as `PreToolUse` or `Stop`.",
+        "command": "The hook's command line.",
+        "outcome": "`ok`, `block` (exit 2), `error` (another exit code or bad output), `timeout` "
+        "or `crash` (could not start, or killed by a signal).",
+        "exit_code": "The command's exit code, when it exited.",
+        "duration_ms": "How long it ran.",
+        "call_id": "The tool call it ran for, for tool events.",
+        "message": "What it wrote to stderr, trimmed.",
+    },
+    "context_added": {
+        "source": "Where the text came from, such as `SessionStart hook`.",
+        "text": "The text the model sees.",
+    },
+    "prompt_blocked": {"reason": "Why the hook refused the message."},
+    "injection_flagged": {
+        "call_id": "The call whose result was flagged.",
+        "name": "The tool's name.",
+        "findings": "Each finding: its kind, its line in the result and the text, trimmed.",
+    },
     "error": {
         "error_kind": "The error's type, such as `AuthenticationFailed`.",
         "message": "The error's message.",
         "recoverable": "True when the session goes on despite it.",
     },
     "session_finished": {
-        "reason": "Why: `done` (the model finished), `error`, `budget`, `loop` or `cancelled`.",
+        "reason": "Why: `done` (the model finished), `error`, `budget`, `loop`, `cancelled`, or "
+        "`hook` (a hook stopped the session or blocked its prompt).",
         "detail": "More about the reason, in words.",
         "final_text": "The model's last text, when it finished on its own.",
         "totals": "What the session spent, over all its runs.",

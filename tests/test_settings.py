@@ -140,8 +140,8 @@ def test_local_file_overrides_project_file_and_tables_merge_key_by_key(
 
 
 def test_a_local_file_alone_marks_the_project(repo: Path, home: Path) -> None:
-    write(repo / ".kestrel" / "settings.local.toml", 'permission_mode = "bypass"\n')
-    assert load(repo / "pkg", home).permission_mode == "bypass"
+    write(repo / ".kestrel" / "settings.local.toml", 'permission_mode = "accept-edits"\n')
+    assert load(repo / "pkg", home).permission_mode == "accept-edits"
 
 
 def test_environment_overrides_every_file(repo: Path, home: Path) -> None:
@@ -373,3 +373,72 @@ def test_the_configuration_doc_names_every_setting_and_variable() -> None:
         assert f"`{var}`" in text, var
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "XDG_CONFIG_HOME"):
         assert key in text
+
+
+def test_permission_rules_from_every_layer_combine(repo: Path, home: Path) -> None:
+    user = user_file(home, '[permissions]\ndeny = ["Bash(git push:*)"]\nallow = ["Bash(ls:*)"]\n')
+    project = write(
+        repo / ".kestrel" / "settings.toml", '[permissions]\nallow = ["Bash(pytest:*)"]\n'
+    )
+    settings = load(repo, home, flags={"allow": ["Edit(src/**)"], "deny": ["Read(.env)"]})
+    # A project file cannot drop the user's deny rule by writing its own list.
+    assert settings.permissions.deny == ["Bash(git push:*)", "Read(.env)"]
+    assert settings.permissions.allow == ["Bash(ls:*)", "Bash(pytest:*)", "Edit(src/**)"]
+    assert settings.rule_origins["Bash(git push:*)"] == str(user)
+    assert settings.rule_origins["Bash(pytest:*)"] == str(project)
+    assert settings.rule_origins["Edit(src/**)"] == "command line"
+
+
+def test_a_malformed_rule_names_its_file(repo: Path, home: Path) -> None:
+    path = write(repo / ".kestrel" / "settings.toml", '[permissions]\nallow = ["Bash(npm test"]\n')
+    with pytest.raises(ConfigError) as caught:
+        load(repo, home)
+    assert str(path) in str(caught.value)
+    assert "is not a rule" in str(caught.value)
+
+
+@pytest.mark.parametrize("where", ["project", "env"])
+def test_bypass_mode_is_only_ever_chosen_on_the_command_line(
+    repo: Path, home: Path, where: str
+) -> None:
+    env = {}
+    if where == "project":
+        write(repo / ".kestrel" / "settings.toml", 'permission_mode = "bypass"\n')
+    else:
+        env = {"KESTREL_PERMISSION_MODE": "bypass"}
+    with pytest.raises(ConfigError, match="only be chosen on the command line"):
+        load(repo, home, env=env)
+    (repo / ".kestrel" / "settings.toml").unlink(missing_ok=True)
+    assert load(repo, home, flags={"permission_mode": "bypass"}).permission_mode == "bypass"
+
+
+def test_hooks_are_read_and_checked(repo: Path, home: Path) -> None:
+    user_file(
+        home,
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\n'
+        '[[hooks.PreToolUse.hooks]]\ncommand = "./check.sh"\ntimeout = 5\n',
+    )
+    write(
+        repo / ".kestrel" / "settings.toml",
+        '[[hooks.PreToolUse]]\nmatcher = "Edit|Write"\nhooks = [{ command = "lint" }]\n',
+    )
+    settings = load(repo, home)
+    matchers = settings.hooks.PreToolUse
+    assert [m.matcher for m in matchers] == ["Bash", "Edit|Write"]
+    assert matchers[0].hooks[0].timeout == 5
+    assert matchers[1].hooks[0].on_error == "deny"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[hooks.PreToolUse]]\nmatcher = "("\nhooks = [{ command = "x" }]\n', "regular"),
+        ('[[hooks.PreTool]]\nhooks = [{ command = "x" }]\n', "unknown setting"),
+        ('[[hooks.Stop]]\nhooks = [{ command = "  " }]\n', "needs a command"),
+        ('[[hooks.Stop]]\nhooks = [{ command = "x", on_error = "allow" }]\n', "on_error"),
+    ],
+)
+def test_bad_hook_settings_are_explained(repo: Path, home: Path, text: str, message: str) -> None:
+    write(repo / ".kestrel" / "settings.toml", text)
+    with pytest.raises(ConfigError, match=message):
+        load(repo, home)

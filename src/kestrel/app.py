@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import difflib
 import hashlib
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -21,6 +23,9 @@ from kestrel.models.base import Provider
 from kestrel.models.openai_compat import OpenAICompatProvider
 from kestrel.models.retry import RetryPolicy, stream_with_retry
 from kestrel.models.scripted import ScriptedProvider
+from kestrel.policy.gate import PermissionGate
+from kestrel.policy.hooks import HookCommand, HookMatcher, HookRunner
+from kestrel.policy.rules import RuleSet
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ChangedFile, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart
@@ -33,6 +38,7 @@ from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.code import CodeIndex
 from kestrel.tools.registry import ToolRegistry, code_tools, default_tools
+from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.workspace import CheckpointStore
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -80,13 +86,24 @@ def executor_for(settings: Settings, root: Path) -> Executor:
     return BwrapExecutor(root, network=settings.network, config=SandboxConfig(masked_paths=masked))
 
 
-def check_sandbox(settings: Settings) -> None:
-    """Fail before a session starts when the sandbox it asks for cannot run here."""
+def check_sandbox(settings: Settings, mode: PermissionMode | None = None) -> None:
+    """Fail before a session starts when the sandbox it asks for cannot run here, or when it
+    would run commands unasked with nothing to confine them."""
+    if (mode or settings.permission_mode) == "bypass" and settings.sandbox == "none":
+        raise ConfigError(_BYPASS_NEEDS_SANDBOX)
     if settings.sandbox == "bwrap" and shutil.which("bwrap") is None:
         raise ConfigError(
             "sandbox = bwrap, but bubblewrap is not installed (apt-get install bubblewrap); "
             "`kestrel doctor` checks the rest, and --sandbox none runs commands unconfined"
         )
+
+
+_BYPASS_NEEDS_SANDBOX = (
+    "bypass mode runs every command without asking, so it only runs inside the sandbox: add "
+    "--sandbox bwrap (`kestrel doctor` checks this machine), or use --permission-mode "
+    "accept-edits with --allow rules for the commands the task needs, e.g. "
+    '--allow "Bash(pytest:*)"'
+)
 
 
 def check_credentials(settings: Settings, env: Mapping[str, str]) -> None:
@@ -163,9 +180,12 @@ def build_loop(
     provider = parts.provider or build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
     memory = load_memory(find_memory_files(cwd, user_config_dir=_user_config_dir()))
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
+    executor = parts.executor or executor_for(settings, cwd)
+    tools = ToolRegistry([*default_tools(), *code_tools(CodeIndex(_open_index))])
+    gate = policy_gate(settings, cwd, session_id, tools, executor)
     environment = ToolEnvironment(
         root=cwd,
-        executor=parts.executor or executor_for(settings, cwd),
+        executor=executor,
         artifacts_dir=data_dir(settings) / "artifacts" / session_id,
         bash_timeout_s=settings.tools.bash_timeout_s,
         max_output_chars=settings.tools.max_output_chars,
@@ -178,16 +198,73 @@ def build_loop(
         permission_mode=parts.permission_mode,
         model=settings.model,
     )
-    return AgentLoop(
+    loop = AgentLoop(
         store=store,
         session_id=session_id,
         streamer=streamer_for(provider),
-        tools=ToolRegistry([*default_tools(), *code_tools(CodeIndex(_open_index))]),
+        tools=tools,
         environment=environment,
         approver=parts.approver,
         config=config,
         checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
+        gate=gate,
     )
+    if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
+        raise ConfigError(_BYPASS_NEEDS_SANDBOX)
+    return loop
+
+
+def policy_gate(
+    settings: Settings, cwd: Path, session_id: str, tools: ToolRegistry, executor: Executor
+) -> PermissionGate:
+    """Permission rules and hooks from settings; raises `ConfigError` for a rule naming no tool."""
+    permissions = settings.permissions
+    lists = {"allow": permissions.allow, "ask": permissions.ask, "deny": permissions.deny}
+    rules = RuleSet.from_lists(lists, settings.rule_origins)  # type: ignore[arg-type]
+    known = {*tools.names(), *COMPAT_NAMES.values()}
+    for rule in rules.all_rules():
+        if rule.family is None and not rule.tool.startswith("mcp__") and rule.tool not in known:
+            close = difflib.get_close_matches(rule.tool, sorted(known | {"Bash", "Read", "Edit"}))
+            hint = f'; did you mean "{close[0]}"?' if close else ""
+            where = f" in {rule.origin}" if rule.origin else ""
+            raise ConfigError(f"permission rule {rule.text!r}{where} names no tool{hint}")
+    configured = {
+        event: [
+            HookMatcher(
+                matcher=m.matcher,
+                hooks=tuple(
+                    HookCommand(command=h.command, timeout_s=h.timeout, on_error=h.on_error)
+                    for h in m.hooks
+                ),
+            )
+            for m in getattr(settings.hooks, event)
+        ]
+        for event in type(settings.hooks).model_fields
+    }
+    hooks = None
+    if any(configured.values()):
+        hooks = HookRunner(configured, cwd=cwd, session_id=session_id)  # type: ignore[arg-type]
+    return PermissionGate(
+        rules=rules,
+        hooks=hooks,
+        dirty=lambda: has_uncommitted_work(cwd),
+        sandboxed=isinstance(executor, BwrapExecutor),
+    )
+
+
+def has_uncommitted_work(root: Path) -> bool:
+    """Whether `root`'s git work tree has changes or untracked files; unknown counts as yes."""
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=normal"],
+            cwd=root,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return done.returncode != 0 or bool(done.stdout.strip())
 
 
 def _open_index(root: Path) -> ContextEngine:

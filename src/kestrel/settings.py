@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from pydantic import (
     model_validator,
 )
 
+from kestrel.policy.hooks import HOOK_EVENTS
+from kestrel.policy.rules import RuleError, parse_rule
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Limits, PermissionMode
 
@@ -104,6 +107,75 @@ class LoopDetectionSettings(_Table):
         return self
 
 
+class PermissionSettings(_Table):
+    """Permission rules, `Tool(specifier)` strings; every settings layer's lists are combined."""
+
+    allow: list[str] = []
+    ask: list[str] = []
+    deny: list[str] = []
+
+    @field_validator("allow", "ask", "deny")
+    @classmethod
+    def _check_rules(cls, rules: list[str]) -> list[str]:
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except RuleError as exc:
+                raise ValueError(str(exc)) from None
+        return list(dict.fromkeys(rules))
+
+
+class HookCommandSettings(_Table):
+    """One hook command: run with `/bin/sh -c`, JSON on its standard input."""
+
+    type: Literal["command"] = "command"
+    command: str
+    timeout: PositiveFloat = 60.0
+    """Seconds before the command is killed; a killed PreToolUse hook denies (see `on_error`)."""
+    on_error: Literal["deny", "continue"] = "deny"
+    """What a PreToolUse hook that crashes or times out means: deny the call, or ignore it."""
+
+    @field_validator("command")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a hook needs a command")
+        return value
+
+
+class HookMatcherSettings(_Table):
+    """Hooks for the tools whose name matches `matcher` (a regex; empty or `*` for all)."""
+
+    matcher: str = ""
+    hooks: list[HookCommandSettings]
+
+    @field_validator("matcher")
+    @classmethod
+    def _check_matcher(cls, value: str) -> str:
+        if value not in ("", "*"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"matcher {value!r} is not a regular expression: {exc}") from None
+        return value
+
+
+class HookSettings(_Table):
+    """Hook commands per event, as in Claude Code's settings."""
+
+    PreToolUse: list[HookMatcherSettings] = []
+    PostToolUse: list[HookMatcherSettings] = []
+    UserPromptSubmit: list[HookMatcherSettings] = []
+    Stop: list[HookMatcherSettings] = []
+    SessionStart: list[HookMatcherSettings] = []
+    SessionEnd: list[HookMatcherSettings] = []
+    PreCompact: list[HookMatcherSettings] = []
+    SubagentStop: list[HookMatcherSettings] = []
+
+
+assert tuple(HookSettings.model_fields) == HOOK_EVENTS
+
+
 class Settings(_Table):
     """Everything configurable about a Kestrel run; see docs/configuration.md."""
 
@@ -119,8 +191,11 @@ class Settings(_Table):
     """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""
     network: Literal["none", "host"] = "none"
     """With `sandbox = "bwrap"`: whether commands reach the network."""
+    permissions: PermissionSettings = PermissionSettings()
+    hooks: HookSettings = HookSettings()
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
+    _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("model")
     @classmethod
@@ -155,6 +230,11 @@ class Settings(_Table):
         """The settings files `load_settings` read, lowest precedence first."""
         return self._sources
 
+    @property
+    def rule_origins(self) -> dict[str, str]:
+        """Where each permission rule was first written (a file, or "command line")."""
+        return dict(self._rule_origins)
+
 
 _FLAT: Mapping[str, tuple[str, ...]] = {
     "model": ("model",),
@@ -175,12 +255,24 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
 }
 """Flat names, as flags and `KESTREL_<NAME>` environment variables use them, to settings paths."""
 
+_LIST_FLAGS: Mapping[str, tuple[str, ...]] = {
+    "allow": ("permissions", "allow"),
+    "ask": ("permissions", "ask"),
+    "deny": ("permissions", "deny"),
+}
+"""Flags that add to a list (each may be given several times); they have no variable."""
+_COMBINED = frozenset({"permissions", "hooks"})
+"""Tables whose lists combine across layers instead of the higher one replacing the lower."""
+_FLAG_ONLY = frozenset({"bypass"})
+"""Values of `permission_mode` only a command-line flag may choose: a file in a repository one
+has just cloned must not be able to turn every question off."""
+
 ENV_VARS: Mapping[str, tuple[str, ...]] = {
     ENV_PREFIX + name.upper(): path for name, path in _FLAT.items()
 }
 """Every environment variable `load_settings` reads, and the setting it sets."""
 
-FLAG_NAMES: tuple[str, ...] = tuple(_FLAT)
+FLAG_NAMES: tuple[str, ...] = (*_FLAT, *_LIST_FLAGS)
 _FLAG_SPELLING = {"max_cost_usd": "--max-cost"}
 """Command-line flags whose names differ from their settings key."""
 """The keys `load_settings` accepts in `flags`."""
@@ -209,7 +301,13 @@ def load_settings(
     layers.append(_env_layer(env, cwd, home))
     layers.append(_flag_layer(flags, cwd, home))
     merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     for layer in layers:
+        _check_flag_only(layer)
+        for rules in dict(layer.data.get("permissions") or {}).values():
+            for rule in rules if isinstance(rules, list) else ():
+                if isinstance(rule, str):
+                    origins.setdefault(rule, layer.origin)
         candidate = _merge(merged, layer.data)
         # Validating after each layer blames the layer that made the settings invalid.
         try:
@@ -222,7 +320,18 @@ def load_settings(
     except ValidationError as exc:
         raise ConfigError(_describe(exc, _Layer("combined settings", merged, {}))) from None
     settings._sources = tuple(layer.file for layer in layers if layer.file is not None)
+    settings._rule_origins = origins
     return settings
+
+
+def _check_flag_only(layer: _Layer) -> None:
+    mode = layer.data.get("permission_mode")
+    if layer.origin != "command line" and isinstance(mode, str) and mode in _FLAG_ONLY:
+        where = layer.names.get(("permission_mode",)) or f"{layer.origin}: permission_mode"
+        raise ConfigError(
+            f"{where}: {mode} mode can only be chosen on the command line "
+            f"(--permission-mode {mode}), never by a settings file or variable"
+        )
 
 
 def user_settings_path(*, env: Mapping[str, str], home: Path) -> Path:
@@ -282,12 +391,13 @@ def _flag_layer(flags: Mapping[str, Any], cwd: Path, home: Path) -> _Layer:
     data: dict[str, Any] = {}
     names: dict[tuple[str, ...], str] = {}
     for key, value in flags.items():
-        if key not in _FLAT:
+        path = _FLAT.get(key) or _LIST_FLAGS.get(key)
+        if path is None:
             hint = _suggestion(key, FLAG_NAMES)
             raise ConfigError(f"unknown flag setting {key!r}{hint}")
-        if value is not None:
-            _set(data, _FLAT[key], value)
-            names[_FLAT[key]] = _FLAG_SPELLING.get(key, "--" + key.replace("_", "-"))
+        if value is not None and value != [] and value != ():
+            _set(data, path, list(value) if key in _LIST_FLAGS else value)
+            names[path] = _FLAG_SPELLING.get(key, "--" + key.replace("_", "-"))
     _anchor_data_dir(data, cwd, home)
     return _Layer(origin="command line", data=data, names=names)
 
@@ -310,13 +420,21 @@ def _anchor_data_dir(data: dict[str, Any], base: Path, home: Path) -> None:
         data["data_dir"] = str(base / value)
 
 
-def _merge(lower: Mapping[str, Any], higher: Mapping[str, Any]) -> dict[str, Any]:
-    """`higher` over `lower`; tables present in both merge key by key."""
+def _merge(
+    lower: Mapping[str, Any], higher: Mapping[str, Any], combine: bool = False
+) -> dict[str, Any]:
+    """`higher` over `lower`; tables present in both merge key by key.
+
+    Lists inside `permissions` and `hooks` are joined instead: a project file cannot drop a
+    rule or hook the user's own file set.
+    """
     merged = dict(lower)
     for key, value in higher.items():
         below = merged.get(key)
         if isinstance(below, Mapping) and isinstance(value, Mapping):
-            merged[key] = _merge(below, value)
+            merged[key] = _merge(below, value, combine or key in _COMBINED)
+        elif combine and isinstance(below, list) and isinstance(value, list):
+            merged[key] = below + value
         else:
             merged[key] = value
     return merged

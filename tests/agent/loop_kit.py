@@ -12,6 +12,7 @@ from kestrel.agent.session import start_session
 from kestrel.app import streamer_for
 from kestrel.models.retry import RetryPolicy
 from kestrel.models.scripted import ScriptedProvider, ScriptedTurn
+from kestrel.policy.gate import PermissionGate
 from kestrel.protocol.events import Limits, PermissionMode, Record
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.store.base import EventStore
@@ -29,6 +30,7 @@ def make_loop(
     approver: Approver | None = None,
     clock: Callable[[], float] = time.time,
     checkpointer: Checkpointer | None = None,
+    gate: PermissionGate | None = None,
 ) -> AgentLoop:
     """A loop over a new session in `root` that follows `turns`."""
     store = store or MemoryStore(clock=clock)
@@ -53,6 +55,7 @@ def make_loop(
         config=LoopConfig(system_prompt="You are being tested."),
         clock=clock,
         checkpointer=checkpointer,
+        gate=gate or PermissionGate(),
     )
 
 

@@ -64,6 +64,10 @@ class Env:
         self.script.write_text(json.dumps(fix_script()))
         home = tmp / "home"
         home.mkdir()
+        # The user's own settings allow the test command, as a person would for this project.
+        settings = home / ".config" / "kestrel" / "settings.toml"
+        settings.parent.mkdir(parents=True)
+        settings.write_text(f"[permissions]\nallow = [{json.dumps(f'Bash({PYTEST}:*)')}]\n")
         self.vars = {
             **{k: v for k, v in os.environ.items() if not k.startswith("KESTREL_")},
             "HOME": str(home),
@@ -104,7 +108,7 @@ class Env:
             "--model",
             f"scripted:{self.script}",
             "--permission-mode",
-            "bypass",
+            "accept-edits",
             *extra,
         ]
 

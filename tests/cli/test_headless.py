@@ -71,7 +71,15 @@ def test_headless_default_mode_denies_commands_and_edits(env: Env) -> None:
         if r["event"]["type"] == "permission_decided"  # type: ignore[index]
         and r["event"]["decision"] == "deny"
     ]  # type: ignore[index]
-    assert len(denied) == 4  # two test runs, one edit, one write
+    assert len(denied) == 2  # the edit and the write
+    allowed = [
+        r["event"]
+        for r in lines_of(done.stdout)
+        if r["event"]["type"] == "permission_decided"  # type: ignore[index]
+        and r["event"]["decided_by"] == "rule"  # type: ignore[index]
+    ]
+    # The user's settings allow the test command (see cli_kit), so both test runs ran.
+    assert len(allowed) == 2 and all("Bash(" in e["source"] for e in allowed)  # type: ignore[index]
     assert (env.project / "calc.py").read_text().count("a - b") == 1
 
 

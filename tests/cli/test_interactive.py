@@ -124,7 +124,7 @@ def test_ctrl_c_cancels_cleanly_and_the_session_resumes(env: Env) -> None:
             {"text": "Carried on."},
         ],
     )
-    proc = env.start(*env.headless("--output-format", "stream-json"))
+    proc = env.start(*env.headless("--output-format", "stream-json", "--allow", "Bash(sleep:*)"))
     assert proc.stdout is not None
     records = []
     for line in proc.stdout:

@@ -36,7 +36,7 @@ def test_checkpoints_list_and_rewind_then_continue(env: Env) -> None:
         "fix it again",
         "-p",
         "--permission-mode",
-        "bypass",
+        "accept-edits",
         "--output-format",
         "json",
     )

@@ -17,9 +17,12 @@ from kestrel.agent import budgets
 from kestrel.agent.loops import LoopDetector, signature
 from kestrel.agent.ports import Approver, Checkpointer, ModelStreamer, ToolEnvironment
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
-from kestrel.agent.tool_runner import ToolRunner
+from kestrel.agent.tool_runner import ToolRunner, hook_events
+from kestrel.policy.gate import PermissionGate
+from kestrel.policy.hooks import HookEvent, HookRunner, HookVerdict
 from kestrel.protocol.errors import ProviderError
 from kestrel.protocol.events import (
+    ContextAdded,
     ErrorOccurred,
     Event,
     FinishReason,
@@ -31,14 +34,31 @@ from kestrel.protocol.events import (
     ModelTextDelta,
     ModelToolCallDelta,
     PermissionMode,
+    PromptBlocked,
     Record,
     SessionFinished,
     Totals,
     UserMessage,
 )
-from kestrel.protocol.messages import Completion, ModelRequest, TextDelta, ToolCall, ToolCallDelta
+from kestrel.protocol.messages import (
+    AssistantTurn,
+    Completion,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
 from kestrel.store.base import EventStore
 from kestrel.tools.registry import ToolRegistry
+
+MAX_STOP_BLOCKS = 5
+"""How many times in a row Stop hooks may send the model back to work before it may stop."""
+
+
+def _stopped_by(verdict: HookVerdict) -> str:
+    return (
+        f"a hook stopped the session: {verdict.stop_reason or verdict.reason or 'no reason given'}"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,9 +90,12 @@ class AgentLoop:
     config: LoopConfig
     clock: Callable[[], float] = time.time
     checkpointer: Checkpointer | None = None
+    gate: PermissionGate = field(default_factory=PermissionGate)
+    """Permission rules, hooks and the classifier; by default only the mode decides."""
     state: SessionState = field(init=False)
     read_hashes: dict[str, str] = field(init=False, default_factory=dict)
     """What each file held when the model last read it, for refusing edits of stale reads."""
+    _session_hooks_ran: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.state = replay(self.store.read(self.session_id))
@@ -98,6 +121,12 @@ class AgentLoop:
 
     async def run(self) -> SessionFinished:
         """Step until the model stops calling tools, a limit is hit, or the run is cancelled."""
+        finished = await self._run()
+        if finished.reason != "cancelled":
+            await self._hook("SessionEnd", {"reason": finished.reason})
+        return finished
+
+    async def _run(self) -> SessionFinished:
         detector = self._watch_for_loops()
         mode = self.config.permission_mode or self.state.permission_mode
         runner = ToolRunner(
@@ -109,8 +138,12 @@ class AgentLoop:
             mode,
             self.checkpointer,
             self.read_hashes,
+            self.gate,
         )
+        stop_continues = 0
         try:
+            if (stopped := await self._prompt_hooks()) is not None:
+                return stopped
             while self.state.finished is None:
                 if self.state.pending:
                     finished = await runner.run_calls(list(self.state.pending))
@@ -122,6 +155,14 @@ class AgentLoop:
                 completion = await self._model_step()
                 self._warn_budgets()
                 if not completion.message.tool_calls:
+                    verdict = await self._hook("Stop", {"stop_hook_active": stop_continues > 0})
+                    if verdict is not None and verdict.stop_session:
+                        return self._finish("hook", _stopped_by(verdict))
+                    if verdict is not None and verdict.block and stop_continues < MAX_STOP_BLOCKS:
+                        stop_continues += 1
+                        reason = verdict.reason or "a Stop hook asked to keep going"
+                        self.emit(ContextAdded(source="Stop hook", text=reason))
+                        continue
                     return self._finish("done", "", completion.message.text)
         except asyncio.CancelledError:
             runner.interrupt_unfinished("cancelled by the user")
@@ -132,6 +173,42 @@ class AgentLoop:
             return self._finish("error", f"{type(exc).__name__}: {exc}")
         assert self.state.finished is not None
         return self.state.finished
+
+    async def _prompt_hooks(self) -> SessionFinished | None:
+        """SessionStart once per process, then UserPromptSubmit for a message not yet answered."""
+        if not self._session_hooks_ran:
+            self._session_hooks_ran = True
+            resumed = any(isinstance(m, AssistantTurn) for m in self.state.messages)
+            verdict = await self._hook(
+                "SessionStart", {"source": "resume" if resumed else "startup"}
+            )
+            if verdict is not None and verdict.stop_session:
+                return self._finish("hook", _stopped_by(verdict))
+            if verdict is not None and verdict.additional_context:
+                self.emit(ContextAdded(source="SessionStart hook", text=verdict.additional_context))
+        prompt = self.state.unanswered_prompt
+        if prompt is None:
+            return None
+        verdict = await self._hook("UserPromptSubmit", {"prompt": prompt})
+        if verdict is None:
+            return None
+        if verdict.block or verdict.stop_session:
+            reason = verdict.reason or verdict.stop_reason or "a UserPromptSubmit hook refused it"
+            self.emit(PromptBlocked(reason=reason))
+            return self._finish("hook", f"the prompt was blocked: {reason}")
+        if verdict.additional_context:
+            self.emit(ContextAdded(source="UserPromptSubmit hook", text=verdict.additional_context))
+        return None
+
+    async def _hook(self, event: HookEvent, payload: dict[str, object]) -> HookVerdict | None:
+        """Run the hooks configured for `event`, logging each; `None` when there are none."""
+        hooks: HookRunner | None = self.gate.hooks
+        if hooks is None or not hooks.matching(event):
+            return None
+        verdict = await hooks.run(event, payload)
+        for ran in hook_events(verdict):
+            self.emit(ran)
+        return verdict
 
     async def _model_step(self) -> ModelCompleted:
         request_id = uuid.uuid4().hex[:12]

@@ -31,15 +31,23 @@ class Approval:
 class Approver(Protocol):
     """Asks the person whether a tool call may run."""
 
-    async def ask(self, call: ToolCall, kind: ToolKind, reason: str) -> Approval:
-        """Return the person's answer; a frontend with nobody to ask denies."""
+    async def ask(
+        self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
+    ) -> Approval:
+        """Return the person's answer; a frontend with nobody to ask denies.
+
+        `repeatable` is False for questions that must be asked every time (a dangerous action):
+        an "always allow" answered earlier must not cover them.
+        """
         ...
 
 
 class DenyingApprover:
     """For headless runs: a question nobody can answer is a denial the model is told about."""
 
-    async def ask(self, call: ToolCall, kind: ToolKind, reason: str) -> Approval:
+    async def ask(
+        self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
+    ) -> Approval:
         """Deny, saying that no one was there to ask."""
         return Approval(
             allow=False,

@@ -12,12 +12,16 @@ from dataclasses import dataclass, field, replace
 from kestrel.protocol.events import (
     BudgetWarning,
     CheckpointCreated,
+    ContextAdded,
     FileChanged,
+    InjectionFlagged,
     Limits,
     LoopDetected,
     ModelCompleted,
+    ModelRequestStarted,
     PermissionDecided,
     PermissionMode,
+    PromptBlocked,
     Record,
     Rewound,
     SessionFinished,
@@ -72,6 +76,10 @@ class SessionState:
     notes: list[str] = field(default_factory=list)
     """Kestrel's notes to the model (loop and budget warnings) waiting for a tool result."""
     checkpoints: dict[str, Mark] = field(default_factory=dict)
+    flagged: bool = False
+    """A tool result held instructions aimed at the agent: commands no rule allows are asked."""
+    unanswered_prompt: str | None = None
+    """The person's latest message, until a model request answers it (for prompt hooks)."""
     segment_start: float | None = None
     wall_before_segment: float = 0.0
     last_at: float = 0.0
@@ -105,6 +113,17 @@ def apply(state: SessionState, record: Record) -> None:
             notes, state.notes = state.notes, []
             state.messages.append(UserTurn(text="\n\n".join([*notes, event.text])))
             state.finished = None
+            state.unanswered_prompt = event.text
+        case ModelRequestStarted():
+            state.unanswered_prompt = None
+        case PromptBlocked():
+            if state.messages and isinstance(state.messages[-1], UserTurn):
+                state.messages.pop()
+            state.unanswered_prompt = None
+        case ContextAdded():
+            _add_context(state, f"[{event.source}] {event.text}")
+        case InjectionFlagged():
+            state.flagged = True
         case CheckpointCreated():
             state.checkpoints[event.checkpoint_id] = Mark(
                 seq=record.seq,
@@ -221,6 +240,18 @@ def _attach_note(state: SessionState, note: str) -> None:
         state.messages[-1] = replace(last, content=f"{last.content}\n\n{note}")
     elif note not in state.notes:
         state.notes.append(note)
+
+
+def _add_context(state: SessionState, text: str) -> None:
+    """Text for the model outside a tool result: joins the person's latest message, or starts
+    a new message when the model spoke last."""
+    last = state.messages[-1] if state.messages else None
+    if state.pending or isinstance(last, ToolResultTurn):
+        _attach_note(state, text)
+    elif isinstance(last, UserTurn):
+        state.messages[-1] = replace(last, text=f"{last.text}\n\n{text}")
+    else:
+        state.messages.append(UserTurn(text=text))
 
 
 def _add_usage(totals: Totals, event: ModelCompleted) -> Totals:

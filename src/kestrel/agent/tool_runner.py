@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
 
 from kestrel.agent.ports import Approver, Checkpointer, ToolEnvironment
 from kestrel.agent.state import SessionState
-from kestrel.policy.modes import decide
+from kestrel.policy.gate import GateDecision, PermissionGate
+from kestrel.policy.hooks import HookVerdict
+from kestrel.policy.injection import frame, scan
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import (
     CheckpointCreated,
     ErrorOccurred,
     Event,
     FileChanged,
+    HookRan,
+    InjectionFlagged,
     PermissionDecided,
     PermissionMode,
     Record,
@@ -25,8 +31,9 @@ from kestrel.protocol.events import (
     ToolStarted,
 )
 from kestrel.protocol.messages import ToolCall
-from kestrel.tools.base import PlannedWrite, ToolContext
+from kestrel.tools.base import PlannedWrite, ToolContext, ToolOutcome
 from kestrel.tools.registry import ToolRegistry
+from kestrel.tools.subjects import describe_call, from_hook_input, hook_input
 
 MAX_LISTED_CHANGES = 200
 """Changed paths listed in one checkpoint event; the rest are counted."""
@@ -45,8 +52,10 @@ class ToolRunner:
         mode: PermissionMode,
         checkpointer: Checkpointer | None = None,
         read_hashes: dict[str, str] | None = None,
+        gate: PermissionGate | None = None,
     ) -> None:
         self._emit = emit
+        self._gate = gate or PermissionGate()
         self._state = state
         self._tools = tools
         self._env = environment
@@ -68,7 +77,7 @@ class ToolRunner:
             changing = tuple(c for c in group if self._tools.kind(c.name) in ("edit", "execute"))
             if changing and not self._state.checkpoints:
                 await self._checkpoint("before the first change", ())
-            await asyncio.gather(*(self._run_one(c) for c in group))
+            await asyncio.gather(*(self._run_one(self._as_decided(c)) for c in group))
             if changing:
                 names = ", ".join(sorted({c.name for c in changing}))
                 await self._checkpoint(f"after {names}", tuple(c.id for c in changing))
@@ -130,36 +139,114 @@ class ToolRunner:
 
     async def _decide(self, call: ToolCall) -> PermissionDecided:
         kind = self._tools.kind(call.name)
-        verdict = decide(self._mode, kind)
-        if verdict.verdict != "ask" or kind is None:
-            allow: Literal["allow", "deny"] = "allow" if verdict.verdict == "allow" else "deny"
+        subject = describe_call(call, kind, self._env.root)
+        decision = await self._gate.check(
+            subject,
+            self._mode,
+            tainted=self._state.flagged,
+            call_id=call.id,
+            hook_input=hook_input(subject),
+            from_hook_input=lambda updated: from_hook_input(subject, updated),
+        )
+        self._report_hooks(decision.hooks, call.id)
+        updated = json.dumps(decision.subject.arguments) if decision.updated else None
+        if decision.verdict != "ask" or kind is None:
             return PermissionDecided(
-                call_id=call.id, decision=allow, decided_by="mode", reason=verdict.reason
+                call_id=call.id,
+                decision="allow" if decision.verdict == "allow" else "deny",
+                decided_by=decision.decided_by,
+                reason=decision.reason,
+                source=decision.source,
+                updated_arguments=updated,
             )
-        answer = await self._approver.ask(call, kind, verdict.reason)
+        asked = _question(decision)
+        shown = call if updated is None else replace(call, arguments=updated)
+        repeatable = decision.decided_by != "classifier"
+        answer = await self._approver.ask(shown, kind, asked, repeatable=repeatable)
         return PermissionDecided(
             call_id=call.id,
             decision="allow" if answer.allow else "deny",
             decided_by=answer.decided_by,
-            reason=answer.reason or verdict.reason,
+            reason=answer.reason or asked,
+            source=decision.source,
+            asked=asked,
+            updated_arguments=updated,
         )
+
+    def _as_decided(self, call: ToolCall) -> ToolCall:
+        """The call as permitted: with the arguments a hook replaced, if one did."""
+        decided = self._state.decisions.get(call.id)
+        if decided is None or decided.updated_arguments is None:
+            return call
+        return replace(call, arguments=decided.updated_arguments)
+
+    def _report_hooks(self, verdict: HookVerdict | None, call_id: str | None) -> None:
+        for event in hook_events(verdict, call_id):
+            self._emit(event)
 
     async def _run_one(self, call: ToolCall) -> None:
         self._emit(ToolStarted(call_id=call.id, name=call.name))
         started = time.perf_counter()
         outcome = await self._tools.dispatch(call, self._context(call.id))
+        duration_ms = (time.perf_counter() - started) * 1000
+        content = self._screen(call, outcome.content)
+        content = await self._after_hooks(call, outcome, content)
         self._emit(
             ToolFinished(
                 call_id=call.id,
                 name=call.name,
-                content=outcome.content,
+                content=content,
                 is_error=outcome.is_error,
                 exit_code=outcome.exit_code,
-                duration_ms=(time.perf_counter() - started) * 1000,
+                duration_ms=duration_ms,
                 truncated=outcome.truncated,
                 full_output_path=outcome.full_output_path,
             )
         )
+
+    def _screen(self, call: ToolCall, content: str) -> str:
+        """Flag text aimed at the agent in a result, and frame the result as data if any."""
+        if self._tools.kind(call.name) == "edit":
+            return content  # An edit's result shows what the model itself wrote.
+        findings = scan(content)
+        if not findings:
+            return content
+        self._emit(
+            InjectionFlagged(
+                call_id=call.id, name=call.name, findings=tuple(f.describe() for f in findings)
+            )
+        )
+        return frame(content, call.name, findings)
+
+    async def _after_hooks(self, call: ToolCall, outcome: ToolOutcome, content: str) -> str:
+        """Run PostToolUse hooks; what they say to the model is added to the result."""
+        hooks = self._gate.hooks
+        if hooks is None:
+            return content
+        subject = describe_call(call, self._tools.kind(call.name), self._env.root)
+        name, tool_input = hook_input(subject)
+        names = {name, call.name, *subject.aliases}
+        if not hooks.matching("PostToolUse", names):
+            return content
+        response: Mapping[str, Any] = {
+            "content": outcome.content,
+            "is_error": outcome.is_error,
+            "exit_code": outcome.exit_code,
+        }
+        payload = {
+            "tool_name": name,
+            "tool_input": tool_input,
+            "tool_response": response,
+            "tool_use_id": call.id,
+        }
+        verdict = await hooks.run("PostToolUse", payload, tool_names=names)
+        self._report_hooks(verdict, call.id)
+        notes = []
+        if verdict.block:
+            notes.append(f"[hook] PostToolUse: {verdict.reason or 'the hook objected'}")
+        if verdict.additional_context:
+            notes.append(f"[hook] {verdict.additional_context}")
+        return "\n\n".join([content, *notes])
 
     def _context(self, call_id: str) -> ToolContext:
         def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
@@ -187,6 +274,36 @@ class ToolRunner:
             max_output_chars=env.max_output_chars,
             read_hashes=self._read_hashes,
         )
+
+
+def hook_events(verdict: HookVerdict | None, call_id: str | None = None) -> list[HookRan]:
+    """One `hook_ran` event per hook command that ran for `verdict`."""
+    if verdict is None:
+        return []
+    return [
+        HookRan(
+            hook_event=result.event,
+            command=result.command,
+            outcome=result.outcome,
+            exit_code=result.exit_code,
+            duration_ms=result.duration_ms,
+            call_id=call_id,
+            message=_trim(result.stderr),
+        )
+        for result in verdict.results
+    ]
+
+
+def _question(decision: GateDecision) -> str:
+    """Why the person is asked, naming what decided that a question was needed."""
+    if decision.decided_by == "classifier":
+        return f"Kestrel asks because {decision.reason}"
+    return decision.reason
+
+
+def _trim(text: str, limit: int = 2000) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _batches(calls: Sequence[ToolCall], tools: ToolRegistry) -> list[list[ToolCall]]:

@@ -26,6 +26,8 @@ TASK = (
     "Customers say a 15% discount barely changes the price at checkout. "
     "Find the bug, fix it, and make sure the tests pass."
 )
+TEST_RULE = "Bash(python3 -m unittest:*)"
+"""The one command the demo's session may run without asking."""
 
 
 def run_demo(*, keep: bool = False) -> int:
@@ -61,7 +63,9 @@ def run_demo(*, keep: bool = False) -> int:
 
 
 def _run(console: Console, project: Path, provider: ScriptedProvider, model: str) -> int:
-    settings = load_settings(project, env=os.environ, flags={}, home=Path.home())
+    # Edits land without asking; the only command the demo may run is its test suite.
+    flags = {"allow": [TEST_RULE]}
+    settings = load_settings(project, env=os.environ, flags=flags, home=Path.home())
     store = app.open_store(settings)
     try:
         session_id = start_session(
@@ -69,7 +73,7 @@ def _run(console: Console, project: Path, provider: ScriptedProvider, model: str
             task=TASK,
             cwd=project,
             model=model,
-            permission_mode="bypass",
+            permission_mode="accept-edits",
             limits=Limits(max_turns=20),
             version=app.version(),
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rich.console import Console
+from rich.markup import escape
 
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approval
@@ -134,21 +135,25 @@ class ConsoleApprover:
     session_id: str
     always: set[str]
 
-    async def ask(self, call: ToolCall, kind: ToolKind, reason: str) -> Approval:
-        """Show the call and ask: yes, no, or always for this tool."""
-        if call.name in self.always:
+    async def ask(
+        self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
+    ) -> Approval:
+        """Show the call and ask: yes, no, or always for this tool (when `repeatable`)."""
+        if repeatable and call.name in self.always:
             return Approval(
                 allow=True, decided_by="user", reason=f"{call.name} allowed for this run"
             )
         last = self.store.read(self.session_id)[-1].seq
         await self.frontend.caught_up(last)
+        options = "[y]es / [n]o / [a]lways for this run " if repeatable else "[y]es / [n]o "
         self.console.print(
-            f"[yellow]? {reason}.[/yellow] Allow [bold]{call.name}[/bold]? "
-            "[y]es / [n]o / [a]lways for this run ",
+            f"[yellow]? {escape(reason)}.[/yellow] Allow [bold]{call.name}[/bold]? {options}",
             end="",
         )
         answer = await read_line()
         choice = (answer or "n").strip().lower()[:1]
+        if choice == "a" and not repeatable:
+            choice = "y"  # This question is asked every time; "always" means this once.
         if choice == "a":
             self.always.add(call.name)
         allowed = choice in ("y", "a")

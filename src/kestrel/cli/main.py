@@ -67,7 +67,7 @@ Mode = Annotated[
         "--permission-mode",
         help="default: ask "
         "before edits and commands; accept-edits: ask before commands; plan: read only; "
-        "bypass: ask nothing.",
+        "bypass: ask only about dangerous actions (needs --sandbox bwrap).",
     ),
 ]
 Sandbox = Annotated[
@@ -76,6 +76,22 @@ Sandbox = Annotated[
         "--sandbox",
         help="Where commands run: none (as you, unconfined; the default for now) or bwrap "
         "(confined to the workspace: host read-only, no network, secrets hidden).",
+    ),
+]
+Allow = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        help='A permission rule to add for this run, e.g. "Bash(pytest:*)" or "Edit(src/**)"; '
+        "may be given several times. Rules from settings files still apply.",
+    ),
+]
+Deny = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--deny",
+        help='A rule for what this run must never do, e.g. "Bash(git push:*)" or "Read(.env)"; '
+        "may be given several times. Deny beats every allow.",
     ),
 ]
 Print = Annotated[
@@ -117,6 +133,8 @@ def run(
     cwd: Cwd = None,
     permission_mode: Mode = None,
     sandbox: Sandbox = None,
+    allow: Allow = None,
+    deny: Deny = None,
     continue_: Annotated[
         bool,
         typer.Option(
@@ -135,6 +153,8 @@ def run(
         cwd=cwd,
         permission_mode=permission_mode,
         sandbox=sandbox,
+        allow=tuple(allow or ()),
+        deny=tuple(deny or ()),
         continue_latest=continue_,
     )
     raise typer.Exit(run_request(request))
@@ -151,6 +171,8 @@ def resume(
     max_cost: MaxCost = None,
     permission_mode: Mode = None,
     sandbox: Sandbox = None,
+    allow: Allow = None,
+    deny: Deny = None,
 ) -> None:
     """Continue a session from its log, after a crash, a cancel, a limit, or to follow up."""
     request = RunRequest(
@@ -163,6 +185,8 @@ def resume(
         cwd=None,
         permission_mode=permission_mode,
         sandbox=sandbox,
+        allow=tuple(allow or ()),
+        deny=tuple(deny or ()),
         resume_id=session_id,
     )
     raise typer.Exit(run_request(request))
@@ -178,6 +202,8 @@ def rewind(
     print_mode: Print = False,
     output_format: Format = "text",
     permission_mode: Mode = None,
+    allow: Allow = None,
+    deny: Deny = None,
 ) -> None:
     """Restore the files of a checkpoint and continue the conversation from that point."""
     request = RunRequest(
@@ -189,6 +215,8 @@ def rewind(
         max_cost=None,
         cwd=None,
         permission_mode=permission_mode,
+        allow=tuple(allow or ()),
+        deny=tuple(deny or ()),
         resume_id=session_id,
         rewind_to=checkpoint,
     )

@@ -15,13 +15,17 @@ from rich.text import Text
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.events import (
     BudgetWarning,
+    ContextAdded,
     ErrorOccurred,
     FileChanged,
+    HookRan,
+    InjectionFlagged,
     LoopDetected,
     ModelCompleted,
     ModelRetrying,
     ModelTextDelta,
     PermissionDecided,
+    PromptBlocked,
     Record,
     SessionFinished,
     SessionResumed,
@@ -118,6 +122,22 @@ class ConsoleFrontend(Frontend):
                 self.console.print(Text.assemble(("● ", "cyan"), (_call_line(event), "bold")))
             case PermissionDecided(decision="deny"):
                 self.console.print(f"  [red]✗ denied[/red] [dim]{escape(event.reason)}[/dim]")
+            case PermissionDecided(decided_by="rule" | "hook"):
+                self.console.print(f"  [dim]✓ {escape(event.reason)}[/dim]")
+            case HookRan(outcome="error" | "timeout" | "crash" | "block"):
+                self.console.print(
+                    f"  [yellow]hook {event.hook_event} {event.outcome}: "
+                    f"{escape(event.command)}[/yellow] [dim]{escape(event.message[:300])}[/dim]"
+                )
+            case InjectionFlagged():
+                self.console.print(
+                    f"  [yellow]⚠ {event.name} returned text aimed at the agent; commands now "
+                    f"ask unless a rule allows them[/yellow] [dim]{escape(event.findings[0])}[/dim]"
+                )
+            case ContextAdded():
+                self.console.print(f"[dim]{escape(event.source)}: {escape(event.text[:300])}[/dim]")
+            case PromptBlocked():
+                self.console.print(f"[red]prompt blocked by a hook: {escape(event.reason)}[/red]")
             case ToolOutputChunk():
                 self._streamed.add(event.call_id)
                 for line in event.text.splitlines():

@@ -46,6 +46,8 @@ class RunRequest:
     cwd: Path | None
     permission_mode: PermissionMode | None
     sandbox: Literal["none", "bwrap"] | None = None
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
     continue_latest: bool = False
     resume_id: str | None = None
     rewind_to: str | None = None
@@ -101,6 +103,8 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
         "max_cost_usd": request.max_cost,
         "permission_mode": request.permission_mode,
         "sandbox": request.sandbox,
+        "allow": list(request.allow),
+        "deny": list(request.deny),
     }
     return load_settings(cwd, env=os.environ, flags=flags, home=Path.home())
 

@@ -93,4 +93,3 @@ def token_counts(text: str) -> Counter[str]:
 def path_tokens(path: str) -> list[str]:
     """Index terms of a repository path: directories, the file stem and their words."""
     return tokens(re.sub(r"[/\\.\-]", " ", path))
-

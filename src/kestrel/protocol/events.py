@@ -17,7 +17,7 @@ from kestrel.protocol.messages import AssistantTurn, JSONValue, StopReason, Tool
 SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
-FinishReason = Literal["done", "error", "budget", "loop", "cancelled"]
+FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook"]
 BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
 ToolKind = Literal["read", "edit", "execute"]
 """Reads change nothing; edits write files in the workspace; executes run commands."""
@@ -158,8 +158,14 @@ class PermissionDecided:
     type: Literal["permission_decided"] = "permission_decided"
     call_id: str
     decision: Literal["allow", "deny"]
-    decided_by: Literal["mode", "rule", "user", "headless", "hook"]
+    decided_by: Literal["mode", "rule", "user", "headless", "hook", "classifier"]
     reason: str = ""
+    source: str = ""
+    """The rule (and the settings file it came from) or the hook command that decided."""
+    asked: str = ""
+    """When the person was asked (or nobody could be): why Kestrel asked."""
+    updated_arguments: str | None = None
+    """A hook's replacement for the call's arguments (JSON text); the call runs with these."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,6 +273,53 @@ class LoopDetected:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HookRan:
+    """A configured hook command ran (or failed to), and what it said."""
+
+    type: Literal["hook_ran"] = "hook_ran"
+    hook_event: str
+    command: str
+    outcome: Literal["ok", "block", "error", "timeout", "crash"]
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    call_id: str | None = None
+    message: str = ""
+    """What the hook wrote to stderr (or its reason), trimmed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextAdded:
+    """Text added to the conversation by Kestrel on the person's behalf, e.g. a hook's output."""
+
+    type: Literal["context_added"] = "context_added"
+    source: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptBlocked:
+    """A UserPromptSubmit hook refused the person's latest message; the model never sees it."""
+
+    type: Literal["prompt_blocked"] = "prompt_blocked"
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InjectionFlagged:
+    """A tool result holds text that reads like instructions to the agent.
+
+    The result is framed as data for the model, and until the session ends, commands that no
+    rule allows explicitly are asked about.
+    """
+
+    type: Literal["injection_flagged"] = "injection_flagged"
+    call_id: str
+    name: str
+    findings: tuple[str, ...]
+    """One line per finding: the kind of instruction and the offending text, trimmed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorOccurred:
     """Something failed; `recoverable` says whether the session goes on."""
 
@@ -306,6 +359,10 @@ Event = Annotated[
     | Rewound
     | BudgetWarning
     | LoopDetected
+    | HookRan
+    | ContextAdded
+    | PromptBlocked
+    | InjectionFlagged
     | ErrorOccurred
     | SessionFinished,
     Field(discriminator="type"),
@@ -328,10 +385,13 @@ __all__ = [
     "BudgetWarning",
     "ChangedFile",
     "CheckpointCreated",
+    "ContextAdded",
     "ErrorOccurred",
     "Event",
     "FileChanged",
     "FinishReason",
+    "HookRan",
+    "InjectionFlagged",
     "JSONValue",
     "Limits",
     "LoopDetected",
@@ -342,6 +402,7 @@ __all__ = [
     "ModelToolCallDelta",
     "PermissionDecided",
     "PermissionMode",
+    "PromptBlocked",
     "Record",
     "Rewound",
     "SessionFinished",
