@@ -2,8 +2,8 @@
 
 Each command gets fresh user, PID, IPC, UTS, cgroup and (unless allowed) network namespaces, no
 capabilities, a seccomp filter, a private /tmp, masked home directories and secrets, a scrubbed
-environment, and rlimits plus cgroup limits where cgroups are writable. Network access is all or
-nothing for now: an allow-list proxy (only some hosts reachable) is future work.
+environment, and rlimits plus cgroup limits where cgroups are writable. The network is off, the
+host's, or an allow-list of hosts reached through a proxy (`kestrel.sandbox.proxy`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -29,9 +30,15 @@ from kestrel.sandbox.limits import (
 )
 from kestrel.sandbox.local import DEFAULT_ENV_ALLOWLIST, scrubbed_environment
 from kestrel.sandbox.process import ProcessRunner
+from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.seccomp import filter_bytes
 
-Network = Literal["none", "host"]
+Network = Literal["none", "host", "allowlist"]
+
+PROXY_DIR = "/tmp/.kestrel-proxy"  # noqa: S108 - inside the sandbox's private /tmp
+"""Where the proxy's socket appears inside the sandbox."""
+PROXY_URL = f"http://127.0.0.1:{RELAY_PORT}"
+_PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy")
 
 SANDBOX_UID = 1000
 """The unprivileged user (and group) a command runs as inside the sandbox."""
@@ -98,8 +105,8 @@ class BwrapExecutor:
     """An `Executor` that confines each command to `workspace` with bubblewrap.
 
     `network="none"` (the default) gives the command an empty network namespace; `"host"`
-    shares this machine's network. Filtering by destination (an allow-list proxy) is not
-    implemented yet.
+    shares this machine's network; `"allowlist"` keeps the empty namespace but lets the command
+    reach `allowed_hosts` (and their subdomains) through a proxy, as `HTTP(S)_PROXY`.
     """
 
     def __init__(
@@ -107,12 +114,14 @@ class BwrapExecutor:
         workspace: Path,
         *,
         network: Network = "none",
+        allowed_hosts: Sequence[str] = (),
         config: SandboxConfig | None = None,
         kill_grace_s: float = 2.0,
         drain_grace_s: float = 0.5,
     ) -> None:
         self.workspace = workspace.resolve()
         self.network: Network = network
+        self.proxy = AllowlistProxy(tuple(allowed_hosts)) if network == "allowlist" else None
         self.config = config or SandboxConfig()
         self._runner = ProcessRunner(kill_grace_s=kill_grace_s, drain_grace_s=drain_grace_s)
         self._cgroups: CgroupSupport | None = None
@@ -132,11 +141,12 @@ class BwrapExecutor:
         procs = cgroup.create() if cgroup else []
         capped_memory = cgroup is not None and "memory" in cgroup.dirs
         read_fd, write_fd = os.pipe()
+        mark = len(self.proxy.denied) if self.proxy else 0
         try:
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(filter_bytes())
             argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
-            return await self._runner.run(
+            result = await self._runner.run(
                 join_cgroups_argv(procs, argv),
                 cwd=self.workspace,
                 env=self.environment(env),
@@ -144,6 +154,16 @@ class BwrapExecutor:
                 on_output=on_output,
                 pass_fds=(read_fd,),
             )
+            if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
+                allowed = ", ".join(self.proxy.allowed) or "no host"
+                note = (
+                    f"\n[kestrel] The network allow-list refused: {', '.join(refused)}. Only "
+                    f"{allowed} may be reached (settings: network_allow).\n"
+                )
+                if on_output is not None:
+                    on_output("stderr", note)
+                result = replace(result, output=result.output + note)
+            return result
         finally:
             os.close(read_fd)
             if cgroup:
@@ -162,9 +182,14 @@ class BwrapExecutor:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
         args = [bwrap, *namespace_args(self.network, disable_userns=_has_disable_userns(bwrap))]
         args += mount_args(self.workspace, self.config.masked_paths)
-        args += ["--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
         script = ulimit_script(self.config.limits, address_space=not memory_capped)
-        return [*args, _bash(), "-c", script, "kestrel-sandbox", command]
+        relay: list[str] = []
+        if self.proxy is not None:
+            args += ["--bind", str(self.proxy.socket_dir), PROXY_DIR, *_python_args()]
+            script = script.replace('exec bash -c "$1"', _RELAY_START + 'exec bash -c "$1"')
+            relay = [_python(), RELAY_SCRIPT, f"{PROXY_DIR}/{SOCKET_NAME}"]
+        args += ["--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
+        return [*args, _bash(), "-c", script, "kestrel-sandbox", command, *relay]
 
     def _check_cwd(self, cwd: Path) -> Path:
         resolved = cwd.resolve()
@@ -237,6 +262,30 @@ def _mask(path: Path) -> list[str]:
     if target.is_dir():
         return ["--tmpfs", str(target)]
     return ["--ro-bind", "/dev/null", str(target)]
+
+
+_RELAY_START = (
+    f'r=$("$2" -I -S -c "$3" "$4" {RELAY_PORT} 2>/dev/null &); '
+    '[ "$r" = ready ] || { echo "kestrel: the network relay did not start" >&2; exit 125; }; '
+    + "".join(f"export {name}={PROXY_URL}; " for name in _PROXY_VARS)
+    + "export NO_PROXY= no_proxy=; "
+)
+"""Starts the relay to the proxy on the sandbox's loopback and points programs at it."""
+
+
+def _python() -> str:
+    """This Python, which runs the relay inside the sandbox (the host is visible read-only)."""
+    return os.path.realpath(sys.executable)
+
+
+def _python_args() -> list[str]:
+    """Binds that make this Python visible again where a hidden home directory holds it."""
+    prefix = Path(sys.base_prefix).resolve()
+    home = Path(os.path.expanduser("~")).resolve()
+    hidden = [*map(Path, HOME_ROOTS), home]
+    if any(prefix.is_relative_to(root) for root in hidden):
+        return ["--ro-bind", str(prefix), str(prefix)]
+    return []
 
 
 def _bash() -> str:

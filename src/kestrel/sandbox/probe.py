@@ -62,8 +62,8 @@ class ProbeReport:
     def notes(self) -> list[str]:
         """Limits of the sandbox here that do not stop it from running."""
         notes = [
-            "network is all or nothing (none by default, or host); an allow-list proxy is "
-            "not implemented yet"
+            'network: none by default; the host\'s with network = "host"; only listed hosts, '
+            'through a proxy, with network = "allowlist"'
         ]
         if not self.cgroup_controllers:
             notes.append(
