@@ -442,3 +442,14 @@ def test_bad_hook_settings_are_explained(repo: Path, home: Path, text: str, mess
     write(repo / ".kestrel" / "settings.toml", text)
     with pytest.raises(ConfigError, match=message):
         load(repo, home)
+
+
+def test_a_network_allow_list_needs_hosts(repo: Path, home: Path) -> None:
+    write(repo / ".kestrel" / "settings.toml", 'network = "allowlist"\n')
+    with pytest.raises(ConfigError, match="network_allow"):
+        load(repo, home)
+    write(
+        repo / ".kestrel" / "settings.toml",
+        'network = "allowlist"\nnetwork_allow = ["pypi.org"]\n',
+    )
+    assert load(repo, home).network_allow == ["pypi.org"]

@@ -7,7 +7,6 @@ import datetime as dt
 import difflib
 import hashlib
 import os
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
+from kestrel.sandbox.probe import probe
 from kestrel.settings import API_KEY_ENV, Settings
 from kestrel.store import STORE_FILE_NAME, default_data_dir
 from kestrel.store.base import EventStore
@@ -83,7 +83,12 @@ def executor_for(settings: Settings, root: Path) -> Executor:
     if settings.sandbox == "none":
         return LocalExecutor()
     masked = (data_dir(settings),)  # Other sessions' logs and outputs are not for commands.
-    return BwrapExecutor(root, network=settings.network, config=SandboxConfig(masked_paths=masked))
+    return BwrapExecutor(
+        root,
+        network=settings.network,
+        allowed_hosts=settings.network_allow,
+        config=SandboxConfig(masked_paths=masked),
+    )
 
 
 def check_sandbox(settings: Settings, mode: PermissionMode | None = None) -> None:
@@ -91,17 +96,22 @@ def check_sandbox(settings: Settings, mode: PermissionMode | None = None) -> Non
     would run commands unasked with nothing to confine them."""
     if (mode or settings.permission_mode) == "bypass" and settings.sandbox == "none":
         raise ConfigError(_BYPASS_NEEDS_SANDBOX)
-    if settings.sandbox == "bwrap" and shutil.which("bwrap") is None:
-        raise ConfigError(
-            "sandbox = bwrap, but bubblewrap is not installed (apt-get install bubblewrap); "
-            "`kestrel doctor` checks the rest, and --sandbox none runs commands unconfined"
-        )
+    if settings.sandbox == "bwrap":
+        report = asyncio.run(probe())
+        if not report.ok:
+            raise ConfigError(
+                "the sandbox cannot start here, so Kestrel will not run commands: "
+                + "; ".join(report.fixes())
+                + ". `kestrel doctor` shows the details. To run commands without a sandbox, "
+                "as yourself, pass --sandbox none (each command is then asked about unless a "
+                "rule allows it)."
+            )
 
 
 _BYPASS_NEEDS_SANDBOX = (
-    "bypass mode runs every command without asking, so it only runs inside the sandbox: add "
-    "--sandbox bwrap (`kestrel doctor` checks this machine), or use --permission-mode "
-    "accept-edits with --allow rules for the commands the task needs, e.g. "
+    "bypass mode runs every command without asking, so it only runs inside the sandbox: drop "
+    "--sandbox none (the sandbox is the default; `kestrel doctor` checks this machine), or use "
+    "--permission-mode accept-edits with --allow rules for the commands the task needs, e.g. "
     '--allow "Bash(pytest:*)"'
 )
 

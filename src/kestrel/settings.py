@@ -187,10 +187,12 @@ class Settings(_Table):
     loop_detection: LoopDetectionSettings = LoopDetectionSettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
     max_output_tokens: PositiveInt = 8192
-    sandbox: Literal["none", "bwrap"] = "none"
+    sandbox: Literal["none", "bwrap"] = "bwrap"
     """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""
-    network: Literal["none", "host"] = "none"
-    """With `sandbox = "bwrap"`: whether commands reach the network."""
+    network: Literal["none", "host", "allowlist"] = "none"
+    """With `sandbox = "bwrap"`: no network, the host's, or only `network_allow` through a proxy."""
+    network_allow: list[str] = []
+    """Hosts (and their subdomains) commands may reach when `network = "allowlist"`."""
     permissions: PermissionSettings = PermissionSettings()
     hooks: HookSettings = HookSettings()
 
@@ -206,6 +208,15 @@ class Settings(_Table):
                 'expected "provider:model-id" with provider one of ' + ", ".join(PROVIDERS)
             )
         return value
+
+    @model_validator(mode="after")
+    def _allowlist_needs_hosts(self, info: ValidationInfo) -> Settings:
+        if info.context != _PARTIAL and self.network == "allowlist" and not self.network_allow:
+            raise ValueError(
+                'network = "allowlist" needs the hosts commands may reach in network_allow, '
+                'e.g. network_allow = ["pypi.org", "files.pythonhosted.org"]'
+            )
+        return self
 
     @field_validator("base_url")
     @classmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -73,6 +74,9 @@ class Env:
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"),
             "KESTREL_DATA_DIR": str(tmp / "data"),
+            # Sessions run in the sandbox, as by default, wherever bubblewrap is installed (CI
+            # always); elsewhere the tests still run, unconfined, as `--sandbox none` would.
+            "KESTREL_SANDBOX": "bwrap" if shutil.which("bwrap") else "none",
             "PYTHONUNBUFFERED": "1",
         }
 

@@ -20,6 +20,7 @@ from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, drive
 from kestrel.cli.render import ConsoleFrontend
 from kestrel.models.scripted import ScriptedProvider
 from kestrel.protocol.events import Limits, ToolFinished
+from kestrel.sandbox.probe import probe
 from kestrel.settings import load_settings
 
 TASK = (
@@ -64,7 +65,14 @@ def run_demo(*, keep: bool = False) -> int:
 
 def _run(console: Console, project: Path, provider: ScriptedProvider, model: str) -> int:
     # Edits land without asking; the only command the demo may run is its test suite.
-    flags = {"allow": [TEST_RULE]}
+    flags: dict[str, object] = {"allow": [TEST_RULE]}
+    if not asyncio.run(probe()).ok:
+        flags["sandbox"] = "none"
+        console.print(
+            "The sandbox cannot start here (see `kestrel doctor`): the demo's test command "
+            "runs unconfined, as you.",
+            style="yellow",
+        )
     settings = load_settings(project, env=os.environ, flags=flags, home=Path.home())
     store = app.open_store(settings)
     try:

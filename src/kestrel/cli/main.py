@@ -74,8 +74,9 @@ Sandbox = Annotated[
     Literal["none", "bwrap"] | None,
     typer.Option(
         "--sandbox",
-        help="Where commands run: none (as you, unconfined; the default for now) or bwrap "
-        "(confined to the workspace: host read-only, no network, secrets hidden).",
+        help="Where commands run: bwrap (the default: confined to the workspace, host "
+        "read-only, no network, secrets hidden) or none (as you, unconfined; every command "
+        "is then asked about unless a rule allows it).",
     ),
 ]
 Allow = Annotated[

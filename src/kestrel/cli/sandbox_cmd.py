@@ -77,14 +77,26 @@ def run_command(
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds before it is killed.")] = 60,
     network: Annotated[
-        Literal["none", "host"], typer.Option("--network", help="none (default) or host.")
+        Literal["none", "host", "allowlist"],
+        typer.Option("--network", help="none (default), host, or allowlist (see --allow-host)."),
     ] = "none",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="With --network allowlist: a host commands may reach (its subdomains too); "
+            "may be given several times.",
+        ),
+    ] = None,
 ) -> None:
     """Run COMMAND in the sandbox with WORKSPACE writable, e.g. `kestrel sandbox run -- ls /`."""
     root = (workspace or Path.cwd()).resolve()
     line = command[0] if len(command) == 1 else shlex.join(command)
+    if network == "allowlist" and not allow_host:
+        typer.echo("kestrel: --network allowlist needs at least one --allow-host HOST", err=True)
+        raise typer.Exit(2)
     config = SandboxConfig(masked_paths=(_data_dir(root),))
-    executor = BwrapExecutor(root, network=network, config=config)
+    executor = BwrapExecutor(root, network=network, allowed_hosts=allow_host or (), config=config)
     try:
         result = asyncio.run(
             executor.run(line, cwd=root, timeout_s=timeout, on_output=_write_through)

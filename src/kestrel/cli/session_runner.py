@@ -78,7 +78,7 @@ def _run(request: RunRequest, console: Console) -> int:
         if not task:
             raise ConfigError('no task given: kestrel "what to do" (see kestrel --help)')
         app.check_credentials(settings, os.environ)  # Fail before the session starts.
-        app.check_sandbox(settings)
+        app.check_sandbox(settings)  # Before the session exists: refuse loudly, lose nothing.
         app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
         session_id = start_session(
             store,
@@ -129,6 +129,7 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
     # The session's own directory decides which project settings apply, and it keeps its model
     # unless the command line names another.
     settings = _settings(cwd, replace(request, model=request.model or started.model))
+    app.check_sandbox(settings, request.permission_mode or started.permission_mode)
     done = isinstance(last, SessionFinished) and last.reason == "done"
     quiet = request.headless or not sys.stdin.isatty()
     if done and not request.task and quiet and request.rewind_to is None:
