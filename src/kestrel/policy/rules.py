@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from kestrel.globs import glob_regex
 from kestrel.policy.subject import CallSubject, CommandPart
 
 RuleList = Literal["allow", "ask", "deny"]
@@ -344,43 +345,13 @@ def _path_regex(pattern: str, home: Path) -> tuple[re.Pattern[str], bool]:
     elif pattern.startswith("./"):
         pattern = pattern[2:]
     anywhere = not absolute and "/" not in pattern.rstrip("/")
-    pattern = pattern.rstrip("/") or ("/" if absolute else "")
-    body = _glob_to_regex(pattern)
+    # A pattern naming a folder covers everything inside it, so `dir/**` is `dir`.
+    pattern = pattern.rstrip("/").removesuffix("/**").rstrip("/") or ("/" if absolute else "")
+    body = glob_regex(pattern)
     if anywhere:
         body = "(?:.*/)?" + body
     # A pattern naming a folder covers everything inside it.
     return re.compile(body + r"(?:/.*)?\Z", re.DOTALL), absolute
-
-
-def _glob_to_regex(glob: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        ch = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("(?:/.*)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif ch == "*":
-            out.append("[^/]*")
-            i += 1
-        elif ch == "?":
-            out.append("[^/]")
-            i += 1
-        elif ch == "[" and "]" in glob[i + 1 :]:
-            end = glob.index("]", i + 1)
-            body = glob[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(ch))
-            i += 1
-    return "".join(out)
 
 
 def _domain_matches(spec: str, url: str) -> bool:

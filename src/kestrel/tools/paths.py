@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kestrel.globs import glob_regex
 from kestrel.tools.base import ToolFailed
 
 BINARY_SNIFF_BYTES = 8192
@@ -175,40 +176,7 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
     `[abc]` and `{a,b}` work as in a shell.
     """
     body = pattern.strip().removeprefix("/")
-    regex = re.compile(_glob_regex(body))
+    regex = re.compile(glob_regex(body))
     if "/" in body:
         return lambda path: regex.fullmatch(path) is not None
     return lambda path: regex.fullmatch(path.rsplit("/", 1)[-1]) is not None
-
-
-def _glob_regex(glob: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        char = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and (end := glob.find("]", i + 2)) != -1:
-            inner = glob[i + 1 : end]
-            negate = inner[:1] in "!^" and bool(inner)
-            escaped = re.escape(inner[1:] if negate else inner).replace("\\-", "-")
-            out.append(f"[{'^' if negate else ''}{escaped}]")
-            i = end
-        elif char == "{" and (end := glob.find("}", i)) != -1:
-            options = glob[i + 1 : end].split(",")
-            out.append("(?:" + "|".join(_glob_regex(option) for option in options) + ")")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
