@@ -47,7 +47,7 @@ def test_doctor_and_sandbox_run_on_the_command_line(tmp_path) -> None:
     runner = CliRunner()
     doctor = runner.invoke(cli(), ["doctor"])
     assert doctor.exit_code == 0, doctor.output
-    assert "allow-list proxy is not implemented" in doctor.output
+    assert "only listed hosts, through a proxy" in doctor.output
     ran = runner.invoke(
         cli(), ["sandbox", "run", "--workspace", str(tmp_path), "--", "echo hi > f; exit 4"]
     )
