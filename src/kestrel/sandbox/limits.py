@@ -89,19 +89,25 @@ class CommandCgroup:
         """The cgroup made for each controller."""
 
     def create(self) -> list[Path]:
-        """Make one cgroup per writable controller, with limits set; return their procs files."""
+        """Make one cgroup per hierarchy (one for all controllers on v2), with limits set;
+        return the procs file of each."""
         name = f"kestrel-{secrets.token_hex(6)}"
+        made: dict[Path, bool] = {}
         for controller in self._support.writable:
             path = self._support.bases[controller] / name
-            try:
-                path.mkdir()
-            except OSError:
-                continue
+            if path not in made:
+                try:
+                    path.mkdir()
+                except OSError:
+                    continue
+                made[path] = False
             if self._configure(controller, path):
                 self.dirs[controller] = path
-            else:
+                made[path] = True
+        for path, used in made.items():
+            if not used:
                 path.rmdir()
-        return [d / "cgroup.procs" for d in self.dirs.values()]
+        return [d / "cgroup.procs" for d in dict.fromkeys(self.dirs.values())]
 
     def _configure(self, controller: str, path: Path) -> bool:
         """Write the limits; False when the controller's main limit could not be set."""
@@ -125,7 +131,7 @@ class CommandCgroup:
 
     async def remove(self, attempts: int = 50) -> None:
         """Remove the cgroups once their processes are gone (a killed tree may take a moment)."""
-        for path in self.dirs.values():
+        for path in dict.fromkeys(self.dirs.values()):
             for _ in range(attempts):
                 try:
                     path.rmdir()
