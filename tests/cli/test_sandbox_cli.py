@@ -16,6 +16,9 @@ needs_bwrap = pytest.mark.skipif(
     reason="bubblewrap is not installed (CI installs it, and there this test must run)",
 )
 
+# The interpreter itself, not a venv's link to it: a checkout under /tmp is hidden inside.
+PYTHON = os.path.realpath(sys.executable)
+
 
 @needs_bwrap
 def test_doctor_passes_where_bubblewrap_works(env: Env) -> None:
@@ -91,7 +94,7 @@ def test_sandbox_run_with_an_allow_list_refuses_other_hosts(env: Env) -> None:
         "--allow-host",
         "pypi.org",
         "--",
-        f'{sys.executable} -c "{code}"',
+        f'{PYTHON} -c "{code}"',
     )
     assert done.returncode != 0
     assert "allow-list refused: 127.0.0.1" in done.stdout + done.stderr

@@ -16,6 +16,9 @@ import pytest
 from kestrel.sandbox.bwrap import BwrapExecutor
 from kestrel.sandbox.proxy import AllowlistProxy, host_allowed
 
+# The interpreter itself, not a venv's link to it: a checkout under /tmp is hidden inside.
+PYTHON = os.path.realpath(sys.executable)
+
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
@@ -52,7 +55,7 @@ def _fetch(url: str) -> str:
     code = (
         f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=10).read().decode())"
     )
-    return f'{sys.executable} -c "{code}"'
+    return f'{PYTHON} -c "{code}"'
 
 
 def _tunnel(port: int) -> str:
@@ -62,7 +65,7 @@ def _tunnel(port: int) -> str:
         f"c.set_tunnel('127.0.0.1', {port}); c.request('GET', '/'); "
         "print(c.getresponse().read().decode())"
     )
-    return f'{sys.executable} -c "{code}"'
+    return f'{PYTHON} -c "{code}"'
 
 
 async def test_a_listed_host_is_reached_through_the_proxy(ws: Path, server: int) -> None:
@@ -91,13 +94,13 @@ async def test_going_around_the_proxy_reaches_nothing(ws: Path, server: int) -> 
         "import socket; s = socket.socket(); s.settimeout(3); "
         f"print('reached' if s.connect_ex(('127.0.0.1', {server})) == 0 else 'blocked')"
     )
-    result = await sandbox.run(f'{sys.executable} -c "{code}"', cwd=ws, timeout_s=30)
+    result = await sandbox.run(f'{PYTHON} -c "{code}"', cwd=ws, timeout_s=30)
     assert result.output.strip() == "blocked"
     udp = (
         "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
         "s.sendto(b'x', ('1.1.1.1', 53)); print('sent')"
     )
-    result = await sandbox.run(f'{sys.executable} -c "{udp}"', cwd=ws, timeout_s=30)
+    result = await sandbox.run(f'{PYTHON} -c "{udp}"', cwd=ws, timeout_s=30)
     assert "sent" not in result.output
 
 

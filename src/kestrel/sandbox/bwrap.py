@@ -279,13 +279,16 @@ def _python() -> str:
 
 
 def _python_args() -> list[str]:
-    """Binds that make this Python visible again where a hidden home directory holds it."""
-    prefix = Path(sys.base_prefix).resolve()
+    """Binds that make this Python visible again where a hidden folder (a home directory, or
+    /tmp, which is private inside) holds it: its executable and its standard library."""
     home = Path(os.path.expanduser("~")).resolve()
-    hidden = [*map(Path, HOME_ROOTS), home]
-    if any(prefix.is_relative_to(root) for root in hidden):
-        return ["--ro-bind", str(prefix), str(prefix)]
-    return []
+    hidden = [*map(Path, HOME_ROOTS), home, Path(PRIVATE_TMP)]
+    places = [Path(_python()).parent, Path(sys.prefix), Path(sys.base_prefix)]
+    args: list[str] = []
+    for place in dict.fromkeys(p.resolve() for p in places):
+        if any(place.is_relative_to(root) for root in hidden):
+            args += ["--ro-bind", str(place), str(place)]
+    return args
 
 
 def _bash() -> str:
