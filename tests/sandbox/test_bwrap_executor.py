@@ -118,3 +118,29 @@ async def test_cgroups_can_be_switched_off(ws: Path) -> None:
     result = await sandbox(ws, config=config).run("ulimit -v", cwd=ws, timeout_s=10)
     # Without a memory cgroup the address space is capped per process instead.
     assert result.output.strip() == str(config.limits.memory_bytes // 1024)
+
+
+async def test_toolchains_in_the_home_stay_usable_and_the_rest_hidden(
+    ws: Path, tmp_path: Path, monkeypatch
+) -> None:
+    home = tmp_path / "home"
+    tool = home / ".pyenv" / "bin" / "mytool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho tool ran\n")
+    tool.chmod(0o755)
+    (home / "diary.txt").write_text("private\n")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    workspace = ws / "project"
+    workspace.mkdir()
+    result = await sandbox(workspace).run(
+        f"{tool}; cat {home}/diary.txt || echo no-diary; cat {home}/.ssh/id_rsa || echo no-key; "
+        f"touch {tool} || echo read-only",
+        cwd=workspace,
+        timeout_s=10,
+    )
+    assert "tool ran" in result.output
+    assert "no-diary" in result.output and "private" not in result.output
+    assert "no-key" in result.output and "KEY" not in result.output
+    assert "read-only" in result.output

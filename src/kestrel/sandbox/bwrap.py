@@ -71,6 +71,23 @@ SYSTEM_SECRETS: tuple[str, ...] = (
 )
 """Host files and sockets hidden from every command (a container socket is root on the host)."""
 
+HOME_TOOLCHAINS: tuple[str, ...] = (
+    ".pyenv",
+    ".local/bin",
+    ".local/lib",
+    ".local/share/uv",
+    ".nvm",
+    ".volta",
+    ".bun/bin",
+    ".deno/bin",
+    ".rustup",
+    ".cargo/bin",
+    ".sdkman",
+    "go/bin",
+)
+"""Interpreters and compilers people install in their home: visible again, read-only, so a
+project's `python`, `node` or `cargo` still runs although the home itself is hidden."""
+
 PRIVATE_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs inside the sandbox, shared with no one
 """Where each command gets an empty, private temporary directory."""
 
@@ -230,6 +247,10 @@ def mount_args(workspace: Path, masked: Sequence[Path] = ()) -> list[str]:
     for root in dict.fromkeys([*map(Path, HOME_ROOTS), home]):
         if root.is_dir() and root != Path("/"):
             args += ["--tmpfs", str(root)]
+    for name in HOME_TOOLCHAINS:
+        tool = home / name
+        if tool.is_dir() and not tool.is_symlink():
+            args += ["--ro-bind", str(tool), str(tool)]
     args += ["--bind", str(workspace), str(workspace)]
     args += _git_args(workspace)
     # After the workspace bind, so a workspace that is (or holds) a home still hides its secrets.
