@@ -17,7 +17,7 @@ The order, and what each step can do:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +26,7 @@ from kestrel.policy.classify import classify_paths, classify_shell
 from kestrel.policy.hooks import HookRunner, HookVerdict
 from kestrel.policy.modes import decide
 from kestrel.policy.rules import RuleSet, RuleVerdict, rule_words
-from kestrel.policy.shell import ShellParse, SimpleCommand, parse_shell
+from kestrel.policy.shell import ShellParse, parse_shell
 from kestrel.policy.subject import CallSubject, CommandPart
 from kestrel.protocol.events import PermissionMode
 
@@ -173,8 +173,7 @@ class PermissionGate:
         concerns: list[str] = []
         if parsed is not None:
             root = subject.root
-            cwd = root
-            dangers = classify_shell(parsed, root=root, cwd=cwd, dirty=self._dirty)
+            dangers = classify_shell(parsed, root=root, cwd=root, dirty=self._dirty)
             concerns += [d.reason for d in dangers if d.command not in exact]
             whole_exact = parsed.source.strip() in exact
             if mode != "bypass" and not whole_exact:
@@ -211,23 +210,15 @@ def _parts(parsed: ShellParse | None) -> list[CommandPart]:
     if parsed is None:
         return []
     commands = parsed.commands
+    wrapping = {c.parent for c in commands if c.via == "wrapper" and c.parent is not None}
     parts = []
-    for command in commands:
-        wrapper = (
-            bool(command.words) and command.words[0] in WRAPPERS and _has_inner(command, commands)
-        )
+    for index, command in enumerate(commands):
+        # A wrapper whose inner command the parse lists separately is judged by that command.
+        wrapper = command.name in WRAPPERS and index in wrapping
         words = rule_words(command.assignments, command.words)
         harmless = bool(words) and words[0] in HARMLESS
         parts.append(CommandPart(text=command.text, words=words, exempt=wrapper or harmless))
     return parts
-
-
-def _has_inner(command: SimpleCommand, commands: Sequence[SimpleCommand]) -> bool:
-    """Whether the parse also lists the command `command` wraps."""
-    return any(
-        other.nested and other is not command and other.text and other.text in command.text
-        for other in commands
-    )
 
 
 def _outside_writes(parsed: ShellParse, root: Path) -> list[str]:
