@@ -1,0 +1,435 @@
+"""The apply journal: stage new content and backups, commit, perform, recover after a crash.
+
+`journal_dir` (outside the checkout) holds a `lock` file and one folder per apply, named by a random
+hex id:
+
+    <id>/new-<n>       the content op n puts in place (file bytes, or a symlink's target)
+    <id>/old-<n>       the backup of what op n replaces or deletes (file bytes, or a link's target)
+    <id>/journal.json  {"version", "id", "checkout", "state", "ops": [...]}, written last
+
+`journal.json` is the commit point: a folder without it never touched the checkout and is removed.
+With it, `state` is "committed" (roll forward when every staged file is intact, else roll back) or
+"rolling_back" (keep rolling back). Removing `journal.json` marks the journal done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kestrel.protocol.errors import KestrelError
+from kestrel.workspace.changes import Entry
+
+Fault = Callable[[str], None]
+Action = Literal["write", "symlink", "delete"]
+State = Literal["committed", "rolling_back"]
+JOURNAL = "journal.json"
+TEMP_MARK = ".kestrel-"
+_VERSION = 1
+_FOLDER_NAME = re.compile(r"[0-9a-f]{32}")
+
+
+class ApplyError(KestrelError):
+    """Applying or recovering failed for a reason other than a conflict or a refusal."""
+
+
+class ApplyPending(ApplyError):
+    """An earlier apply to this checkout was interrupted; run `recover` before applying again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One planned operation: put `new` at `path` (None: delete it) where `old` is now."""
+
+    path: str
+    new: Entry | None
+    old: Entry | None
+    old_mode: int | None = None  # permission bits of the file replaced, restored on roll back
+    mode: int | None = None  # permission bits for the written file; None: the umask decides
+    made_dirs: tuple[str, ...] = ()  # missing parent folders, outermost first
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operation as `journal.json` records it; file names are relative to the journal folder."""
+
+    path: str
+    action: Action
+    staged: str | None
+    sha256: str | None
+    backup: str | None
+    backup_kind: Literal["file", "symlink"] | None
+    existed: bool
+    mode: int | None
+    old_mode: int | None
+    made_dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    """What `recover` did with an interrupted apply: finished it or undid it, and which paths."""
+
+    action: Literal["completed", "rolled_back"]
+    paths: tuple[str, ...]
+    journal_id: str
+
+
+@contextlib.contextmanager
+def locked(journal_dir: Path) -> Iterator[None]:
+    """Hold the journal's lock, so that one apply or recovery runs at a time per journal."""
+    journal_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(journal_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released by the kernel if this process dies
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure_idle(journal_dir: Path) -> None:
+    """Raise `ApplyPending` if an earlier apply left its journal behind."""
+    folders = _folders(journal_dir)
+    if folders:
+        raise ApplyPending(f"an interrupted apply is pending in {folders[0]}; run recover first")
+
+
+def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | None) -> None:
+    """Stage, journal and perform `steps` on `checkout`; on an OS error undo them and raise."""
+    folder = journal_dir / uuid.uuid4().hex
+    folder.mkdir()
+    try:
+        ops = [_stage(folder, number, step) for number, step in enumerate(steps)]
+        fsync_dir(folder)
+        fsync_dir(journal_dir)
+    except OSError as error:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing in the checkout was touched yet
+        raise ApplyError(f"cannot stage the change in {folder}: {error}") from error
+    _hit(fault, "staged")
+    _save(checkout, folder, ops, "committed")
+    _hit(fault, "journaled")
+    try:
+        _forward(checkout, folder, ops, fault)
+    except OSError as error:
+        _save(checkout, folder, ops, "rolling_back")
+        _backward(checkout, folder, ops, None)
+        _finish(folder, None)
+        raise ApplyError(f"applying failed and was undone: {error}") from error
+    _finish(folder, fault)
+
+
+def recover(
+    checkout: Path, journal_dir: Path, *, fault: Fault | None = None
+) -> RecoveryResult | None:
+    """Finish or undo an interrupted apply; None when no committed journal was found.
+
+    `fault` is for tests: it is called with each step name ("op:N", "undo:N", "done", "cleanup")
+    before that step, and raising from it simulates a crash there.
+    """
+    if not journal_dir.is_dir():
+        return None
+    root = checkout.resolve()
+    result = None
+    with locked(journal_dir):
+        for folder in _folders(journal_dir):  # the lock allows at most one committed journal
+            result = _recover_one(root, folder, fault) or result
+    return result
+
+
+def _recover_one(checkout: Path, folder: Path, fault: Fault | None) -> RecoveryResult | None:
+    loaded = _load(checkout, folder)
+    if loaded is None:
+        shutil.rmtree(folder)  # never committed: the checkout was not touched
+        fsync_dir(folder.parent)
+        return None
+    state, ops = loaded
+    paths = tuple(op.path for op in ops)
+    if state == "committed" and all(_intact(folder, op) for op in ops):
+        try:
+            _forward(checkout, folder, ops, fault)
+        except OSError:
+            pass  # it cannot be finished: undo it instead
+        else:
+            _finish(folder, fault)
+            return RecoveryResult("completed", paths, folder.name)
+    _save(checkout, folder, ops, "rolling_back")  # once undoing starts, no later run finishes it
+    _backward(checkout, folder, ops, fault)
+    _finish(folder, fault)
+    return RecoveryResult("rolled_back", paths, folder.name)
+
+
+def _stage(folder: Path, number: int, step: Step) -> Op:
+    staged = sha256 = backup = None
+    action: Action = "delete"
+    if step.new is not None:
+        staged = f"new-{number}"
+        _write_new(folder / staged, step.new.data, 0o755 if step.new.executable else 0o644)
+        sha256 = hashlib.sha256(step.new.data).hexdigest()
+        action = "symlink" if step.new.kind == "symlink" else "write"
+    if step.old is not None:
+        backup = f"old-{number}"
+        _write_new(folder / backup, step.old.data, 0o600)
+    return Op(
+        path=step.path,
+        action=action,
+        staged=staged,
+        sha256=sha256,
+        backup=backup,
+        backup_kind=None
+        if step.old is None
+        else "symlink"
+        if step.old.kind == "symlink"
+        else "file",
+        existed=step.old is not None,
+        mode=step.mode,
+        old_mode=step.old_mode,
+        made_dirs=step.made_dirs,
+    )
+
+
+def _forward(checkout: Path, folder: Path, ops: list[Op], fault: Fault | None) -> None:
+    """Perform every op in order; each one may already have been done by an earlier run."""
+    for number, op in enumerate(ops):
+        _hit(fault, f"op:{number}")
+        target = checkout / op.path
+        if op.action == "delete":
+            _remove(target)
+            _prune(checkout, target.parent)
+            continue
+        assert op.staged is not None  # every write has a staged file (checked on load)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = _temp(target, folder.name, number)
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()  # left by a crash inside this op
+        staged = folder / op.staged
+        if op.action == "symlink":
+            os.symlink(os.fsdecode(staged.read_bytes()), temp)
+        else:
+            _place(staged, temp)
+            if op.mode is not None:
+                os.chmod(temp, op.mode)
+        os.replace(temp, target)
+        # rename() between two links to one file (a redone op) is a no-op that leaves `temp`.
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+    _sync_parents(checkout, ops)
+
+
+def _backward(checkout: Path, folder: Path, ops: list[Op], fault: Fault | None) -> None:
+    """Put back what every op replaced or deleted, last op first; safe to run again."""
+    for number in reversed(range(len(ops))):
+        _hit(fault, f"undo:{number}")
+        op = ops[number]
+        target = checkout / op.path
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            _temp(target, folder.name, number).unlink()
+        if op.backup is None:
+            _remove(target)
+            for made in reversed(op.made_dirs):
+                with contextlib.suppress(OSError):
+                    (checkout / made).rmdir()  # only if still empty
+            continue
+        backup = folder / op.backup
+        if not backup.is_file():
+            raise ApplyError(f"cannot restore {op.path}: its backup {backup} is missing")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = _temp(target, folder.name, number)
+        if op.backup_kind == "symlink":
+            os.symlink(os.fsdecode(backup.read_bytes()), temp)
+        else:
+            shutil.copyfile(backup, temp)  # a copy, so that the backup survives a crash here
+            if op.old_mode is not None:
+                os.chmod(temp, op.old_mode)
+            _fsync_file(temp)
+        os.replace(temp, target)
+    _sync_parents(checkout, ops)
+
+
+def _finish(folder: Path, fault: Fault | None) -> None:
+    """Mark the journal done by removing journal.json, then drop its staged files and backups."""
+    _hit(fault, "done")
+    with contextlib.suppress(FileNotFoundError):
+        (folder / JOURNAL).unlink()
+    fsync_dir(folder)
+    _hit(fault, "cleanup")
+    shutil.rmtree(folder)
+    fsync_dir(folder.parent)
+
+
+def _save(checkout: Path, folder: Path, ops: list[Op], state: State) -> None:
+    """Write journal.json atomically: a crash leaves the old version or the new one."""
+    body = {
+        "version": _VERSION,
+        "id": folder.name,
+        "checkout": str(checkout),
+        "state": state,
+        "ops": [asdict(op) for op in ops],
+    }
+    temp = folder / f"{JOURNAL}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        temp.unlink()
+    _write_new(temp, json.dumps(body, indent=1).encode(), 0o600)
+    os.replace(temp, folder / JOURNAL)
+    fsync_dir(folder)
+
+
+def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
+    """Read journal.json; None when the apply never committed. Raises on a foreign or bad one."""
+    file = folder / JOURNAL
+    try:
+        body: Any = json.loads(file.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValueError as error:
+        raise ApplyError(f"{file} is not a readable journal: {error}") from error
+    if not isinstance(body, dict) or body.get("version") != _VERSION:
+        raise ApplyError(f"{file} is not a version {_VERSION} journal")
+    if body.get("checkout") != str(checkout):
+        raise ApplyError(f"{file} belongs to the checkout {body.get('checkout')!r}, not {checkout}")
+    state = body.get("state")
+    if state not in ("committed", "rolling_back"):
+        raise ApplyError(f"{file} has an unknown state {state!r}")
+    try:
+        ops = [_op(raw) for raw in body["ops"]]
+    except (KeyError, TypeError, ValueError) as error:
+        raise ApplyError(f"{file} has a malformed op: {error}") from error
+    return state, ops
+
+
+def _op(raw: Any) -> Op:
+    op = Op(**{**raw, "made_dirs": tuple(raw["made_dirs"])})
+    problem = next(filter(None, map(path_problem, (op.path, *op.made_dirs))), None)
+    if problem or op.action not in ("write", "symlink", "delete"):
+        raise ValueError(f"op on {op.path!r}: {problem or 'unknown action'}")
+    if (op.staged is None) != (op.action == "delete"):
+        raise ValueError(f"op on {op.path!r}: staged file does not match its action")
+    return op
+
+
+def path_problem(path: str) -> str | None:
+    """Why `path` may not name a file in a checkout (absolute, `..`, `.git`, ...), or None."""
+    if not path:
+        return "the path is empty"
+    if "\0" in path:
+        return "the path contains a NUL byte"
+    if path.startswith("/"):
+        return "the path is absolute"
+    parts = path.split("/")
+    if "" in parts:
+        return "the path has an empty component"
+    if "." in parts or ".." in parts:
+        return "the path has a '.' or '..' component"
+    if any(is_git_dir(part) for part in parts):
+        return "the path is inside git internals (.git)"
+    return None
+
+
+def is_git_dir(name: str) -> bool:
+    """Whether a path component names git's folder on any filesystem Kestrel may run on."""
+    # Case-insensitive filesystems, and Windows' trailing dots and spaces and 8.3 short names,
+    # make these spellings the same folder; git itself refuses them for the same reason.
+    return name.rstrip(". ").casefold() in (".git", "git~1")
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries (new, renamed or removed names) to disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _folders(journal_dir: Path) -> list[Path]:
+    if not journal_dir.is_dir():
+        return []
+    return sorted(
+        path
+        for path in journal_dir.iterdir()
+        if _FOLDER_NAME.fullmatch(path.name) and path.is_dir() and not path.is_symlink()
+    )
+
+
+def _temp(target: Path, journal_id: str, number: int) -> Path:
+    """The hidden name beside its target that an op prepares its content under."""
+    return target.with_name(f".{target.name[:40]}{TEMP_MARK}{journal_id[:12]}-{number}")
+
+
+def _intact(folder: Path, op: Op) -> bool:
+    if op.staged is None:
+        return True
+    try:
+        return hashlib.sha256((folder / op.staged).read_bytes()).hexdigest() == op.sha256
+    except OSError:
+        return False
+
+
+def _place(staged: Path, temp: Path) -> None:
+    """Put staged content at `temp`: a hard link (no copy; the staged file stays), else a copy."""
+    try:
+        os.link(staged, temp)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copyfile(staged, temp)
+        shutil.copymode(staged, temp)
+        _fsync_file(temp)
+
+
+def _remove(target: Path) -> None:
+    """Unlink a file or symlink if present; a folder there was made by a later op."""
+    try:
+        info = target.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        target.unlink()
+
+
+def _prune(checkout: Path, folder: Path) -> None:
+    """Remove folders that a deletion left empty, up to (not including) the checkout."""
+    while folder != checkout and checkout in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, not a folder, or already gone
+            return
+        folder = folder.parent
+
+
+def _sync_parents(checkout: Path, ops: Iterable[Op]) -> None:
+    folders: set[Path] = set()
+    for op in ops:
+        folders.update(p for p in (checkout / op.path).parents if checkout in (p, *p.parents))
+    for folder in sorted(folders, reverse=True):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            fsync_dir(folder)
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Create `path` (it must not exist) holding `data`, flushed to disk."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, mode), "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _hit(fault: Fault | None, step: str) -> None:
+    if fault is not None:
+        fault(step)
