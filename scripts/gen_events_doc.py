@@ -36,8 +36,13 @@ WHEN = {
     "write is cut short.",
     "checkpoint_created": "Before the first tool call that may change files (the baseline), "
     "then after each batch of edits or commands that changed any file.",
-    "rewound": "When the person rewinds a session to a checkpoint, after the files are "
-    "restored.",
+    "verification_finished": "When the model says it is done and files changed since the last "
+    "check (automatic verification runs only inside the sandbox).",
+    "changes_ready": "When a session working in an overlay ends a run with changes, before "
+    "they are applied or left for `kestrel diff` and `kestrel apply`.",
+    "changes_applied": "When the change is applied to the checkout (at the end of a session "
+    "allowed to edit, or by `kestrel apply`), could not be, or was discarded.",
+    "rewound": "When the person rewinds a session to a checkpoint, after the files are restored.",
     "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
     "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
     "(`stop`).",
@@ -146,11 +151,46 @@ MEANING: dict[str, dict[str, str]] = {
         "changes": "Paths changed since the previous checkpoint (none listed for the "
         "baseline, at most 200).",
         "more_changes": "How many more paths changed than `changes` lists.",
+        "baseline": "True when a new overlay of the session starts here, on the checkout as it "
+        "now is (after an earlier change was applied or discarded): the session's next change "
+        "counts from this checkpoint.",
     },
     "rewound": {
         "checkpoint_id": "The checkpoint the files were restored to.",
         "to_seq": "The seq of that checkpoint's `checkpoint_created`: records after it, up to "
         "this one, no longer count for the conversation (their spending still counts).",
+    },
+    "verification_finished": {
+        "round": "The how-many-th verification in a row since the person last wrote; after "
+        "`verify.max_rounds` failed ones the session stops with reason `unverified`.",
+        "ok": "Every check passed (or was skipped).",
+        "blocking": "A check failed in a way the model can fix (a test, lint, type, syntax or "
+        "build failure); a missing or crashing tool alone does not block.",
+        "paths": "The changed files that were checked.",
+        "checks": "Each check's `name`, `status` (`passed`, `failed`, `error`, `skipped`, "
+        "`timed_out`) and number of `failures`.",
+        "failures": "Structured failures, at most 100: `kind`, `tool`, `message`, and where "
+        "known `file`, `line`, `test` (e.g. a pytest node id) and `code` (a rule id).",
+        "report": "The compact text the model was shown: a line per check, a line per failure.",
+    },
+    "changes_ready": {
+        "checkpoint_id": "The newest checkpoint; the change runs from the session's first "
+        "checkpoint (or its last applied one) up to it.",
+        "files": "Every changed path with its status, as in `checkpoint_created`.",
+        "flagged": "Sensitive paths among them (CI workflows, `Makefile`, `conftest.py`, "
+        "editor settings, new executables...), each as `path: reason`.",
+        "summary": "The change in one line, e.g. `3 files: 2 modified, 1 added`.",
+    },
+    "changes_applied": {
+        "outcome": "`applied`: written to the checkout; `conflicts`: the checkout changed "
+        "under the session in the same places, nothing written; `refused`: the change holds "
+        "something never applied (a symlink out of the checkout...), nothing written; "
+        "`discarded`: the person threw the change away.",
+        "checkpoint_id": "The checkpoint the change ran up to.",
+        "written": "Paths written (added, modified, renamed to).",
+        "deleted": "Paths deleted.",
+        "merged": "Paths the person had also changed; both edits were merged.",
+        "problems": "When nothing was applied: each conflict or refused path as `path: reason`.",
     },
     "budget_warning": {
         "budget": "Which budget.",
@@ -189,10 +229,25 @@ MEANING: dict[str, dict[str, str]] = {
     },
     "session_finished": {
         "reason": "Why: `done` (the model finished), `error`, `budget`, `loop`, `cancelled`, or "
-        "`hook` (a hook stopped the session or blocked its prompt).",
+        "`hook` (a hook stopped the session or blocked its prompt), or `unverified` "
+        "(verification still failed after `verify.max_rounds` rounds of fixes).",
         "detail": "More about the reason, in words.",
         "final_text": "The model's last text, when it finished on its own.",
         "totals": "What the session spent, over all its runs.",
+    },
+    "CheckOutcome": {
+        "name": "The check, e.g. `syntax`, `ruff`, `mypy`, `pytest`.",
+        "status": "`passed`, `failed`, `error` (the tool could not run), `skipped` or `timed_out`.",
+        "failures": "How many failures it reported.",
+    },
+    "VerifyFailure": {
+        "kind": "`test`, `lint`, `type`, `syntax`, `build` or `error`.",
+        "tool": "The tool that reported it.",
+        "message": "What it said, trimmed.",
+        "file": "The file, relative to the workspace, when known.",
+        "line": "The line, when known.",
+        "test": "The test id, e.g. `tests/test_x.py::test_y`, for test failures.",
+        "code": "The rule or error code, e.g. `F401`, `TS2322`.",
     },
     "ChangedFile": {
         "path": "The path, relative to the working directory.",

@@ -1,5 +1,5 @@
 """`python -m kestrel` is the `kestrel` command."""
 
-from kestrel.cli.main import main
+from kestrel.cli.entry import main
 
 main()

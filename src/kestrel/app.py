@@ -39,7 +39,9 @@ from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.code import CodeIndex
 from kestrel.tools.registry import ToolRegistry, code_tools, default_tools
 from kestrel.tools.subjects import COMPAT_NAMES
+from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
+from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
 
@@ -82,13 +84,27 @@ def executor_for(settings: Settings, root: Path) -> Executor:
     """The command executor the settings ask for."""
     if settings.sandbox == "none":
         return LocalExecutor()
-    masked = (data_dir(settings),)  # Other sessions' logs and outputs are not for commands.
+    masked = masked_data(data_dir(settings), root)
     return BwrapExecutor(
         root,
         network=settings.network,
         allowed_hosts=settings.network_allow,
         config=SandboxConfig(masked_paths=masked),
     )
+
+
+def masked_data(data: Path, root: Path) -> tuple[Path, ...]:
+    """What of the data directory commands must not see: all of it (sessions' logs, other
+    sessions' overlays), except the way down to `root` when the workspace is a copy in there."""
+    data, root = data.resolve(), root.resolve()
+    if not root.is_relative_to(data):
+        return (data,)
+    hidden: list[Path] = []
+    here = data
+    for part in root.relative_to(data).parts:
+        hidden += [p for p in here.iterdir() if p.name != part]
+        here = here / part
+    return tuple(hidden)
 
 
 def check_sandbox(settings: Settings, mode: PermissionMode | None = None) -> None:
@@ -191,7 +207,10 @@ def build_loop(
     memory = load_memory(find_memory_files(cwd, user_config_dir=_user_config_dir()))
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
     executor = parts.executor or executor_for(settings, cwd)
-    tools = ToolRegistry([*default_tools(), *code_tools(CodeIndex(_open_index))])
+    timeout = settings.verify.timeout_s
+    tools = ToolRegistry(
+        [*default_tools(), Verify(timeout_s=timeout), *code_tools(CodeIndex(_open_index))]
+    )
     gate = policy_gate(settings, cwd, session_id, tools, executor)
     environment = ToolEnvironment(
         root=cwd,
@@ -207,7 +226,11 @@ def build_loop(
         stop_after=settings.loop_detection.stop_after,
         permission_mode=parts.permission_mode,
         model=settings.model,
+        max_verify_rounds=settings.verify.max_rounds,
     )
+    # Checks run the project's own programs: automatically only where the sandbox holds them.
+    verify = settings.verify.enabled and gate.sandboxed
+    verifier = SessionVerifier(executor, cwd, timeout_s=timeout) if verify else None
     loop = AgentLoop(
         store=store,
         session_id=session_id,
@@ -218,6 +241,7 @@ def build_loop(
         config=config,
         checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
         gate=gate,
+        verifier=verifier,
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(_BYPASS_NEEDS_SANDBOX)

@@ -91,6 +91,16 @@ class ToolSettings(_Table):
     max_output_chars: PositiveInt = 30_000
 
 
+class VerifySettings(_Table):
+    """Checking the change when the model says it is done (only inside the sandbox)."""
+
+    enabled: bool = True
+    max_rounds: PositiveInt = 3
+    """Failed verifications in a row the model gets to fix before the session stops."""
+    timeout_s: PositiveFloat = 300.0
+    """Longest one check (a linter, a test run) may take."""
+
+
 class LoopDetectionSettings(_Table):
     """After how many repeats the model is warned, and after how many the session stops."""
 
@@ -185,10 +195,13 @@ class Settings(_Table):
     limits: LimitSettings = LimitSettings()
     tools: ToolSettings = ToolSettings()
     loop_detection: LoopDetectionSettings = LoopDetectionSettings()
+    verify: VerifySettings = VerifySettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
     max_output_tokens: PositiveInt = 8192
     sandbox: Literal["none", "bwrap"] = "bwrap"
     """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""
+    workspace: Literal["overlay", "direct"] = "overlay"
+    """`overlay`: edit an overlay and apply the change on approval; `direct`: edit the checkout."""
     network: Literal["none", "host", "allowlist"] = "none"
     """With `sandbox = "bwrap"`: no network, the host's, or only `network_allow` through a proxy."""
     network_allow: list[str] = []
@@ -255,6 +268,7 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "max_output_tokens": ("max_output_tokens",),
     "sandbox": ("sandbox",),
     "network": ("network",),
+    "workspace": ("workspace",),
     "max_turns": ("limits", "max_turns"),
     "max_tokens": ("limits", "max_tokens"),
     "max_cost_usd": ("limits", "max_cost_usd"),

@@ -20,8 +20,16 @@ def test_stream_json_is_valid_against_the_documented_schema(env: Env) -> None:
     first, last = records[0], records[-1]
     assert first["event"]["type"] == "session_started"  # type: ignore[index]
     assert first["event"]["session_id"] == first["session_id"]  # type: ignore[index]
-    assert last["event"]["type"] == "session_finished"  # type: ignore[index]
-    assert last["event"]["reason"] == "done"  # type: ignore[index]
+    # The run finishes, then its change, made in an overlay, is handed over to the checkout.
+    assert types(records)[-4:] == [
+        "session_finished",
+        "checkpoint_created",
+        "changes_ready",
+        "changes_applied",
+    ] or types(records)[-3:] == ["session_finished", "changes_ready", "changes_applied"]
+    finished = next(r for r in records if r["event"]["type"] == "session_finished")  # type: ignore[index]
+    assert finished["event"]["reason"] == "done"  # type: ignore[index]
+    assert last["event"]["outcome"] == "applied"  # type: ignore[index]
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
     assert "model_text_delta" in types(records) and "tool_output_chunk" in types(records)
     assert "return a + b" in (env.project / "calc.py").read_text()
@@ -112,7 +120,7 @@ def test_sessions_list_show_export(env: Env) -> None:
     assert listed[0]["status"] == "done" and listed[0]["task"] == "fix the failing tests"
     exported = lines_of(env.run("sessions", "export", session_id[:6]).stdout)
     assert exported[0]["event"]["session_id"] == session_id  # type: ignore[index]
-    assert types(exported)[-1] == "session_finished"
+    assert types(exported)[-1] == "changes_applied"  # After the run, its change is applied.
     shown = env.run("sessions", "show", session_id)
     assert (
         shown.returncode == 0 and "grep" in shown.stdout and "Fixed: add now adds." in shown.stdout

@@ -77,6 +77,11 @@ def test_asks_before_a_command_and_runs_it_when_allowed(env: Env) -> None:
     term.expect("All done.")
     term.expect("── done")
     term.type("")  # no follow-up: end the session
+    term.expect("A made.txt")  # The change, made in the session's overlay, is shown ...
+    assert not (env.project / "made.txt").exists()
+    term.expect("Apply this change to your checkout?")  # ... and applied when the person agrees.
+    term.type("y")
+    term.expect("applied to the checkout: 1 written")
     assert term.close() == 0
     assert (env.project / "made.txt").read_text() == "hi\n"
     assert "● bash(command='echo hi > made.txt')" in term.seen

@@ -25,6 +25,14 @@ def test_checkpoints_list_and_rewind_then_continue(env: Env) -> None:
     rewound = env.run("rewind", session_id, baseline, "-p")
     assert rewound.returncode == 0, rewound.stderr
     assert "Rewound the files" in rewound.stderr
+    # The rewind happened in the session's overlay: the checkout changes when it is applied.
+    assert (env.project / "calc.py").read_text() == fixed
+    review = env.run("diff", session_id)
+    assert review.returncode == 0, review.stderr
+    assert "-    return a + b" in review.stdout and "+    return a - b" in review.stdout
+    assert "D NOTES.md" in review.stdout
+    applied = env.run("apply", session_id)
+    assert applied.returncode == 0, applied.stderr
     assert (env.project / "calc.py").read_text() == BUGGY
     assert not (env.project / "NOTES.md").exists()
     assert "(rewound)" in env.run("checkpoints", session_id).stdout

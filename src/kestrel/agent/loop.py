@@ -15,7 +15,13 @@ from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budgets
 from kestrel.agent.loops import LoopDetector, signature
-from kestrel.agent.ports import Approver, Checkpointer, ModelStreamer, ToolEnvironment
+from kestrel.agent.ports import (
+    Approver,
+    Checkpointer,
+    ModelStreamer,
+    ToolEnvironment,
+    Verifier,
+)
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
 from kestrel.policy.gate import PermissionGate
@@ -75,6 +81,15 @@ class LoopConfig:
     """Overrides the budgets the session started with (a resume may raise them)."""
     model: str | None = None
     """The model in use, when a resume chose another than the session started with."""
+    max_verify_rounds: int = 3
+    """Failed verifications in a row the model gets to fix before the session stops."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """A failed verification: `reason` is None while the model may still fix it."""
+
+    reason: str | None
 
 
 @dataclass(slots=True)
@@ -90,6 +105,8 @@ class AgentLoop:
     config: LoopConfig
     clock: Callable[[], float] = time.time
     checkpointer: Checkpointer | None = None
+    verifier: Verifier | None = None
+    """Checks the change when the model is done; None: no automatic verification."""
     gate: PermissionGate = field(default_factory=PermissionGate)
     """Permission rules, hooks and the classifier; by default only the mode decides."""
     state: SessionState = field(init=False)
@@ -155,6 +172,10 @@ class AgentLoop:
                 completion = await self._model_step()
                 self._warn_budgets()
                 if not completion.message.tool_calls:
+                    if (verified := await self._verify()) is not None:
+                        if verified.reason is None:
+                            continue
+                        return self._finish("unverified", verified.reason)
                     verdict = await self._hook("Stop", {"stop_hook_active": stop_continues > 0})
                     if verdict is not None and verdict.stop_session:
                         return self._finish("hook", _stopped_by(verdict))
@@ -291,6 +312,24 @@ class AgentLoop:
 
     def _live_totals(self) -> Totals:
         return replace(self.state.totals, wall_s=wall_seconds(self.state, self.clock()))
+
+    async def _verify(self) -> _Verified | None:
+        """Check what changed since the last check; None when there was nothing to check or
+        it passed, else whether the model gets another round (reason None) or the session stops.
+        """
+        if self.verifier is None or not self.state.unverified:
+            return None
+        outcome = await self.verifier.verify(sorted(self.state.unverified))
+        round_ = self.state.failed_verifications + 1
+        self.emit(replace(outcome, round=round_))
+        if outcome.ok or not outcome.blocking:
+            return None
+        if round_ > self.config.max_verify_rounds:
+            failed = len(outcome.failures)
+            return _Verified(f"{failed} verification failure(s) remain after {round_} rounds")
+        note = f"{outcome.report}\n\nFix these failures, then finish."
+        self.emit(ContextAdded(source="verification", text=note))
+        return _Verified(None)
 
     def _finish(self, reason: FinishReason, detail: str, final_text: str = "") -> SessionFinished:
         finished = SessionFinished(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
 from kestrel.protocol.errors import ProviderError
-from kestrel.protocol.events import ChangedFile, ToolKind
+from kestrel.protocol.events import ChangedFile, ToolKind, VerificationFinished
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolCall
 from kestrel.sandbox.base import Executor
 
@@ -85,4 +85,12 @@ class Checkpointer(Protocol):
 
     async def restore(self, checkpoint_id: str) -> None:
         """Make the workspace's files exactly what they were at `checkpoint_id`."""
+        ...
+
+
+class Verifier(Protocol):
+    """Checks the changed files (syntax, the project's linters, related tests)."""
+
+    async def verify(self, paths: Sequence[str]) -> VerificationFinished:
+        """The verification's outcome for `paths`; the loop numbers its round."""
         ...

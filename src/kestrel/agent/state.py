@@ -32,6 +32,7 @@ from kestrel.protocol.events import (
     ToolStarted,
     Totals,
     UserMessage,
+    VerificationFinished,
 )
 from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, UserTurn
 
@@ -80,6 +81,10 @@ class SessionState:
     """A tool result held instructions aimed at the agent: commands no rule allows are asked."""
     unanswered_prompt: str | None = None
     """The person's latest message, until a model request answers it (for prompt hooks)."""
+    unverified: set[str] = field(default_factory=set)
+    """Paths changed since the last verification."""
+    failed_verifications: int = 0
+    """Verifications that failed in a row since the person last wrote."""
     segment_start: float | None = None
     wall_before_segment: float = 0.0
     last_at: float = 0.0
@@ -114,6 +119,7 @@ def apply(state: SessionState, record: Record) -> None:
             state.messages.append(UserTurn(text="\n\n".join([*notes, event.text])))
             state.finished = None
             state.unanswered_prompt = event.text
+            state.failed_verifications = 0
         case ModelRequestStarted():
             state.unanswered_prompt = None
         case PromptBlocked():
@@ -124,7 +130,11 @@ def apply(state: SessionState, record: Record) -> None:
             _add_context(state, f"[{event.source}] {event.text}")
         case InjectionFlagged():
             state.flagged = True
+        case VerificationFinished():
+            state.unverified.clear()
+            state.failed_verifications = 0 if event.ok else state.failed_verifications + 1
         case CheckpointCreated():
+            state.unverified.update(change.path for change in event.changes)
             state.checkpoints[event.checkpoint_id] = Mark(
                 seq=record.seq,
                 messages=tuple(state.messages),
@@ -148,6 +158,7 @@ def apply(state: SessionState, record: Record) -> None:
             state.decisions[event.call_id] = event
         case FileChanged():
             state.writes.setdefault(event.call_id, []).append(event)
+            state.unverified.add(event.path)
         case ToolFinished():
             state.results[event.call_id] = event
             _flush_pending(state)

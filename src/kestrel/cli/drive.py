@@ -41,9 +41,12 @@ EXIT_CODES = {
     "budget": EXIT_LIMIT,
     "loop": EXIT_LIMIT,
     "cancelled": EXIT_CANCELLED,
+    "hook": EXIT_ERROR,
+    "unverified": EXIT_ERROR,
 }
 
 FollowUp = Callable[[], Awaitable[str | None]]
+AfterRun = Callable[[SessionFinished], Awaitable[None]]
 
 
 def make_frontend(headless: bool, output_format: OutputFormat, console: Console) -> Frontend:
@@ -61,8 +64,12 @@ async def drive(
     message: str | None,
     after_seq: int,
     follow_up: FollowUp | None = None,
+    after: AfterRun | None = None,
 ) -> SessionFinished:
-    """Run the loop while `frontend` renders its events; Ctrl-C cancels cleanly."""
+    """Run the loop while `frontend` renders its events; Ctrl-C cancels cleanly.
+
+    `after` runs once the conversation is over, while the frontend still shows new events.
+    """
     consumer = asyncio.create_task(frontend.consume(store.subscribe(loop.session_id, after_seq)))
     main = asyncio.current_task()
     running = asyncio.get_running_loop()
@@ -76,6 +83,8 @@ async def drive(
             if not text:
                 break
             finished = await loop.send(text)
+        if after is not None:
+            await after(finished)
     except asyncio.CancelledError:
         finished = loop.state.finished or SessionFinished(reason="cancelled", totals=Totals())
     finally:

@@ -11,6 +11,7 @@ import typer
 from kestrel.cli import sessions
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat
 from kestrel.cli.index_cmd import index_command, map_command, search_command
+from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
 from kestrel.cli.sandbox_cmd import doctor_command, sandbox_app
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.protocol.events import PermissionMode
@@ -19,6 +20,9 @@ SUBCOMMANDS = (
     "resume",
     "rewind",
     "checkpoints",
+    "diff",
+    "apply",
+    "discard",
     "sessions",
     "demo",
     "doctor",
@@ -30,8 +34,8 @@ SUBCOMMANDS = (
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
-    "CHECKPOINT [MESSAGE] · kestrel sessions list|show|export · kestrel index · kestrel search "
-    "QUERY · kestrel map · kestrel demo.  Exit codes: "
+    "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
+    "kestrel index · kestrel search QUERY · kestrel map · kestrel demo.  Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
     "130 cancelled."
 )
@@ -79,6 +83,15 @@ Sandbox = Annotated[
         "is then asked about unless a rule allows it).",
     ),
 ]
+WorkspaceMode = Annotated[
+    Literal["overlay", "direct"] | None,
+    typer.Option(
+        "--workspace",
+        help="overlay (the default): edit an overlay of the checkout, which changes only when "
+        "the change is applied (at the end when the mode allows edits, else with `kestrel "
+        "apply ID`); direct: edit the checkout itself.",
+    ),
+]
 Allow = Annotated[
     list[str] | None,
     typer.Option(
@@ -121,6 +134,9 @@ commands_app.command("doctor")(doctor_command)
 commands_app.command("index")(index_command)
 commands_app.command("search")(search_command)
 commands_app.command("map")(map_command)
+commands_app.command("diff")(diff_command)
+commands_app.command("apply")(apply_command)
+commands_app.command("discard")(discard_command)
 
 
 @run_app.command(epilog=_EPILOG)
@@ -134,6 +150,7 @@ def run(
     cwd: Cwd = None,
     permission_mode: Mode = None,
     sandbox: Sandbox = None,
+    workspace: WorkspaceMode = None,
     allow: Allow = None,
     deny: Deny = None,
     continue_: Annotated[
@@ -154,6 +171,7 @@ def run(
         cwd=cwd,
         permission_mode=permission_mode,
         sandbox=sandbox,
+        workspace=workspace,
         allow=tuple(allow or ()),
         deny=tuple(deny or ()),
         continue_latest=continue_,
@@ -172,6 +190,7 @@ def resume(
     max_cost: MaxCost = None,
     permission_mode: Mode = None,
     sandbox: Sandbox = None,
+    workspace: WorkspaceMode = None,
     allow: Allow = None,
     deny: Deny = None,
 ) -> None:
@@ -186,6 +205,7 @@ def resume(
         cwd=None,
         permission_mode=permission_mode,
         sandbox=sandbox,
+        workspace=workspace,
         allow=tuple(allow or ()),
         deny=tuple(deny or ()),
         resume_id=session_id,

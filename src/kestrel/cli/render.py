@@ -15,6 +15,8 @@ from rich.text import Text
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.events import (
     BudgetWarning,
+    ChangesApplied,
+    ChangesReady,
     ContextAdded,
     ErrorOccurred,
     FileChanged,
@@ -34,6 +36,7 @@ from kestrel.protocol.events import (
     ToolFinished,
     ToolOutputChunk,
     Totals,
+    VerificationFinished,
 )
 
 PREVIEW_LINES = 8
@@ -134,6 +137,8 @@ class ConsoleFrontend(Frontend):
                     f"  [yellow]⚠ {event.name} returned text aimed at the agent; commands now "
                     f"ask unless a rule allows them[/yellow] [dim]{escape(event.findings[0])}[/dim]"
                 )
+            case ContextAdded(source="verification"):
+                pass  # Its report was just shown with `verification_finished`.
             case ContextAdded():
                 self.console.print(f"[dim]{escape(event.source)}: {escape(event.text[:300])}[/dim]")
             case PromptBlocked():
@@ -162,6 +167,18 @@ class ConsoleFrontend(Frontend):
                 self.console.print(f"[red]error: {escape(event.message)}[/red]")
             case SessionFinished():
                 self.console.print(footer(event, record.session_id), style="dim")
+            case VerificationFinished():
+                style = "green" if event.ok else "yellow"
+                for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
+                    mark = ("✓ " if event.ok else "✗ ") if i == 0 else "  "
+                    self.console.print(Text(mark + line, style=style))
+            case VerificationFinished():
+                style = "green" if event.ok else "yellow"
+                for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
+                    self.console.print(Text(("✓ " if i == 0 else "  ") + line, style=style))
+            case ChangesReady() | ChangesApplied():
+                for line in handoff_lines(event, record.session_id):
+                    self.console.print(escape(line), soft_wrap=True)
             case ModelCompleted():
                 pass
 
@@ -207,6 +224,39 @@ def _short(value: object, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
     first = text.splitlines()[0] if text else text
     return first if len(first) <= limit and first == text else first[:limit] + "…"
+
+
+def handoff_lines(event: ChangesReady | ChangesApplied, session_id: str) -> list[str]:
+    """What a person reads about a session's change: ready for review, or what became of it."""
+    if isinstance(event, ChangesReady):
+        lines = [f"change ready: {event.summary}"]
+        lines += [f"  {f.status} {f.path}" for f in event.files[:20]]
+        if len(event.files) > 20:
+            lines.append(f"  … {len(event.files) - 20} more")
+        lines += [f"  ⚠ {flag}" for flag in event.flagged]
+        return lines
+    if event.outcome == "applied":
+        merged = f" ({len(event.merged)} merged with your edits)" if event.merged else ""
+        return [
+            f"applied to the checkout: {len(event.written)} written, "
+            f"{len(event.deleted)} deleted{merged}"
+        ]
+    if event.outcome == "discarded":
+        return ["change discarded"]
+    what = "conflicts with your edits" if event.outcome == "conflicts" else "was refused"
+    lines = [f"the change {what}; nothing was applied:"]
+    lines += [f"  {problem}" for problem in event.problems]
+    lines.append(f"  see it with: kestrel diff {session_id}")
+    return lines
+
+
+def pending_hint(session_id: str) -> str:
+    """How to review and apply a change left in a session's overlay."""
+    return (
+        f"the change is in the session's overlay, not in your checkout: review it with "
+        f"`kestrel diff {session_id}`, apply it with `kestrel apply {session_id}`, or drop it "
+        f"with `kestrel discard {session_id}`"
+    )
 
 
 def footer(finished: SessionFinished, session_id: str) -> str:

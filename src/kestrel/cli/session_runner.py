@@ -10,27 +10,37 @@ from pathlib import Path
 from typing import Literal
 
 from rich.console import Console
+from rich.markup import escape
 
-from kestrel import app
+from kestrel import app, app_workspace
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approver, DenyingApprover
 from kestrel.agent.session import CheckpointNotFound, reconcile, rewind, start_session
+from kestrel.agent.state import replay
 from kestrel.cli.drive import (
     EXIT_DONE,
     EXIT_USAGE,
+    AfterRun,
     ConsoleApprover,
     OutputFormat,
     drive,
     make_frontend,
     print_result,
     prompt_follow_up,
+    read_line,
     report_error,
 )
-from kestrel.cli.render import Frontend
+from kestrel.cli.render import Frontend, handoff_lines, pending_hint
 from kestrel.protocol.errors import ConfigError, SessionNotFound
-from kestrel.protocol.events import PermissionMode, SessionFinished, SessionStarted
+from kestrel.protocol.events import (
+    ChangesReady,
+    PermissionMode,
+    SessionFinished,
+    SessionStarted,
+)
 from kestrel.settings import Settings, load_settings
 from kestrel.store.base import EventStore
+from kestrel.workspace.overlay import View
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +56,7 @@ class RunRequest:
     cwd: Path | None
     permission_mode: PermissionMode | None
     sandbox: Literal["none", "bwrap"] | None = None
+    workspace: Literal["overlay", "direct"] | None = None
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     continue_latest: bool = False
@@ -66,6 +77,7 @@ def run_request(request: RunRequest) -> int:
 def _run(request: RunRequest, console: Console) -> int:
     cwd = (request.cwd or Path.cwd()).resolve()
     settings = _settings(cwd, request)
+    app_workspace.prepare(settings)  # While this process still has a single thread.
     store = app.open_store(settings)
     try:
         session_id = _existing_session(store, request, cwd)
@@ -103,6 +115,7 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
         "max_cost_usd": request.max_cost,
         "permission_mode": request.permission_mode,
         "sandbox": request.sandbox,
+        "workspace": request.workspace,
         "allow": list(request.allow),
         "deny": list(request.deny),
     }
@@ -122,15 +135,17 @@ def _existing_session(store: EventStore, request: RunRequest, cwd: Path) -> str 
 
 def _resume(store: EventStore, session_id: str, request: RunRequest, console: Console) -> int:
     records = store.read(session_id)
-    started, last = records[0].event, records[-1].event
+    started, finished = records[0].event, replay(records).finished
     if not isinstance(started, SessionStarted):
         raise ConfigError(f"session {session_id}: its log does not begin with session_started")
     cwd = Path(started.cwd)
     # The session's own directory decides which project settings apply, and it keeps its model
     # unless the command line names another.
     settings = _settings(cwd, replace(request, model=request.model or started.model))
+    app_workspace.prepare(settings)
     app.check_sandbox(settings, request.permission_mode or started.permission_mode)
-    done = isinstance(last, SessionFinished) and last.reason == "done"
+    # Events after the finish (the change handed over) leave a finished session finished.
+    done = finished is not None and finished.reason == "done"
     quiet = request.headless or not sys.stdin.isatty()
     if done and not request.task and quiet and request.rewind_to is None:
         raise ConfigError(
@@ -168,7 +183,10 @@ def _execute(
     frontend = make_frontend(request.headless, request.output_format, console)
     approver = _approver(interactive, console, frontend, store, session_id)
     parts = app.LoopParts(approver=approver, permission_mode=request.permission_mode)
-    loop = app.build_loop(store, session_id, settings, cwd, parts)
+    view = app_workspace.open_workspace(settings, session_id, cwd)
+    loop = app.build_loop(store, session_id, settings, view.root if view else cwd, parts)
+    if view is not None:
+        asyncio.run(app_workspace.mark_baseline(loop.emit, settings, view, session_id))
     if request.max_turns is not None or request.max_cost is not None:
         loop.config = replace(
             loop.config,
@@ -189,10 +207,61 @@ def _execute(
             return EXIT_DONE
         after_seq = loop.state.last_seq - 1  # Show the rewind itself, then what follows.
     follow_up = (lambda: prompt_follow_up(console)) if interactive else None
+    handoff = (
+        _handoff(loop, settings, view, console, interactive, request.headless) if view else None
+    )
     finished = asyncio.run(
-        drive(store, loop, frontend, message=message, after_seq=after_seq, follow_up=follow_up)
+        drive(
+            store,
+            loop,
+            frontend,
+            message=message,
+            after_seq=after_seq,
+            follow_up=follow_up,
+            after=handoff,
+        )
     )
     return print_result(finished, session_id, request.output_format, request.headless)
+
+
+def _handoff(
+    loop: AgentLoop,
+    settings: Settings,
+    view: View,
+    console: Console,
+    interactive: bool,
+    headless: bool,
+) -> AfterRun:
+    """What happens to the change when the run is over: applied on its own when the session
+    may edit unasked and finished its task, asked about at a terminal, else left for review."""
+
+    async def after(finished: SessionFinished) -> None:
+        async def decide(ready: ChangesReady) -> bool:
+            if finished.reason != "done":
+                return False
+            if loop.state.permission_mode in ("accept-edits", "bypass"):
+                return True
+            if not interactive:
+                return False
+            console.print(
+                "[bold cyan]Apply this change to your checkout? [y/N][/bold cyan] ", end=""
+            )
+            answer = await read_line()
+            return (answer or "").strip().lower() in ("y", "yes")
+
+        handoff = await app_workspace.hand_off(
+            loop.store, loop.session_id, settings, view, emit=loop.emit, decide=decide
+        )
+        if handoff.ready is None:
+            return
+        if headless:  # Otherwise the console frontend has shown them.
+            for event in (handoff.ready, handoff.applied):
+                for line in handoff_lines(event, loop.session_id) if event else ():
+                    console.print(escape(line), soft_wrap=True, highlight=False)
+        if handoff.applied is None or handoff.applied.outcome != "applied":
+            console.print(escape(pending_hint(loop.session_id)), soft_wrap=True)
+
+    return after
 
 
 def _rewind(loop: AgentLoop, checkpoint: str) -> None:

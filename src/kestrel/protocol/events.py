@@ -17,7 +17,7 @@ from kestrel.protocol.messages import AssistantTurn, JSONValue, StopReason, Tool
 SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
-FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook"]
+FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook", "unverified"]
 BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
 ToolKind = Literal["read", "edit", "execute"]
 """Reads change nothing; edits write files in the workspace; executes run commands."""
@@ -224,6 +224,78 @@ class ChangedFile:
     old_path: str | None = None
 
 
+ApplyOutcome = Literal["applied", "conflicts", "refused", "discarded"]
+CheckStatus = Literal["passed", "failed", "error", "skipped", "timed_out"]
+FailureKind = Literal["test", "lint", "type", "syntax", "build", "error"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckOutcome:
+    """How one verification check ended, e.g. `pytest` failed with 2 failures."""
+
+    name: str
+    status: CheckStatus
+    failures: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyFailure:
+    """One structured failure of a check: where, which test, what it said."""
+
+    kind: FailureKind
+    tool: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    test: str | None = None
+    code: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerificationFinished:
+    """The changed files were checked: syntax, the project's linters and its related tests."""
+
+    type: Literal["verification_finished"] = "verification_finished"
+    round: int = 1
+    """The how-many-th verification since the person last wrote; failed rounds are bounded."""
+    ok: bool
+    blocking: bool = False
+    """Whether a failure is one the model can fix (a test, a lint, a type or syntax error)."""
+    paths: tuple[str, ...] = ()
+    checks: tuple[CheckOutcome, ...] = ()
+    failures: tuple[VerifyFailure, ...] = ()
+    report: str = ""
+    """The compact text the model is shown."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangesReady:
+    """The session's change is ready for review: every path it changed in its overlay."""
+
+    type: Literal["changes_ready"] = "changes_ready"
+    checkpoint_id: str
+    """The newest checkpoint, which the change runs up to."""
+    files: tuple[ChangedFile, ...] = ()
+    flagged: tuple[str, ...] = ()
+    """Changed paths the person should look at twice, each as `path: reason`."""
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangesApplied:
+    """What became of the session's change: applied to the checkout, blocked, or discarded."""
+
+    type: Literal["changes_applied"] = "changes_applied"
+    outcome: ApplyOutcome
+    checkpoint_id: str
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    merged: tuple[str, ...] = ()
+    """Paths the person had changed too, whose edits were merged with the session's."""
+    problems: tuple[str, ...] = ()
+    """Why nothing was applied, each as `path: reason` (conflicts or refused paths)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointCreated:
     """The workspace's files were recorded; `rewind` can bring them back to this point."""
@@ -237,6 +309,8 @@ class CheckpointCreated:
     """What changed since the previous checkpoint (none listed for the baseline)."""
     more_changes: int = 0
     """How many further changed paths were left out of `changes` to keep the event small."""
+    baseline: bool = False
+    """The checkout as a new overlay of the session starts from it: its change counts from here."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -357,6 +431,9 @@ Event = Annotated[
     | FileChanged
     | CheckpointCreated
     | Rewound
+    | ChangesReady
+    | VerificationFinished
+    | ChangesApplied
     | BudgetWarning
     | LoopDetected
     | HookRan
@@ -381,13 +458,19 @@ class Record:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "ApplyOutcome",
     "BudgetKind",
     "BudgetWarning",
     "ChangedFile",
+    "ChangesApplied",
+    "ChangesReady",
+    "CheckOutcome",
+    "CheckStatus",
     "CheckpointCreated",
     "ContextAdded",
     "ErrorOccurred",
     "Event",
+    "FailureKind",
     "FileChanged",
     "FinishReason",
     "HookRan",
@@ -415,4 +498,6 @@ __all__ = [
     "ToolStarted",
     "Totals",
     "UserMessage",
+    "VerificationFinished",
+    "VerifyFailure",
 ]

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from kestrel.workspace.changes import ChangeSet
+from kestrel.workspace.review import build_change_set
 from kestrel.workspace.shadow_git import (
     CheckpointError,
     GitFailed,
@@ -157,6 +159,30 @@ class CheckpointStore:
             else:
                 result = self._git.run(*common, old, self._resolve(b), "--")
             return result.stdout.decode("utf-8", errors="replace")
+
+    def head_id(self) -> str | None:
+        """The newest checkpoint's id, or None before the first."""
+        with self._lock:
+            self._ensure_ready()
+            head = self._head()
+            return head[0] if head else None
+
+    def change_set(self, base: str | None = None, head: str | None = None) -> ChangeSet:
+        """What changed from `base` (default: the first checkpoint) to `head` (default: newest).
+
+        Empty before the first checkpoint.
+        """
+        with self._lock:
+            self._ensure_ready()
+            if self._head() is None:
+                return ChangeSet(changes=())
+            start = (
+                self._resolve(base)
+                if base
+                else self._git.text("rev-list", "--max-parents=0", self.ref, "--")
+            )
+            end = self._resolve(head) if head else self.ref
+            return build_change_set(self._git, start, end)
 
     def restore(self, checkpoint_id: str, *, label: str | None = None) -> Checkpoint | None:
         """Make the worktree exactly the checkpoint's files; returns the rewind's own checkpoint.

@@ -1,0 +1,179 @@
+"""The composition root's half for workspaces: open a session's overlay, hand its change over.
+
+A session in `overlay` mode works on an overlay of the checkout (kernel overlayfs in a private
+namespace, or a copy) and leaves the checkout untouched. When a run ends, its change is recorded
+as a final checkpoint and announced as `changes_ready`; it is then applied through the journal
+(`changes_applied`) when the session may edit on its own, or left for `kestrel diff` and
+`kestrel apply`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kestrel.app import checkpointer_for, data_dir
+from kestrel.protocol.errors import KestrelError
+from kestrel.protocol.events import (
+    ChangesApplied,
+    ChangesReady,
+    CheckpointCreated,
+    ErrorOccurred,
+    Event,
+)
+from kestrel.settings import Settings
+from kestrel.store.base import EventStore
+from kestrel.workspace.apply import recover
+from kestrel.workspace.checkpoints import CheckpointStore
+from kestrel.workspace.handoff import (
+    Pending,
+    apply_pending,
+    discarded_event,
+    pending_change,
+    ready_event,
+)
+from kestrel.workspace.overlay import View, discard_layer, layer_for, open_view, prepare_namespace
+
+
+def prepare(settings: Settings) -> None:
+    """Enter the private namespace early, before anything starts a thread; no-op if direct."""
+    if settings.workspace == "overlay":
+        prepare_namespace()
+
+
+def open_workspace(settings: Settings, session_id: str, checkout: Path) -> View | None:
+    """The session's overlay of `checkout` (None in direct mode), after finishing any apply
+    that an earlier process left half done."""
+    if settings.workspace != "overlay":
+        return None
+    if shutil.which("git") is None:
+        # The change is read from checkpoints, which need git: without it the session could
+        # never hand its work over, so it works on the checkout itself.
+        return None
+    layer = layer_for(data_dir(settings), session_id)
+    recover(checkout, layer.journal)
+    return open_view(checkout, layer)
+
+
+def checkpoints_of(settings: Settings, view: View, session_id: str) -> CheckpointStore:
+    """The checkpoint store that records the view's files."""
+    return checkpointer_for(settings, view.root, session_id).store
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """What became of a run's change: the review, and the apply when there was one."""
+
+    ready: ChangesReady | None
+    applied: ChangesApplied | None
+
+
+Emit = Callable[[Event], object]
+"""Appends an event to the session's log (the loop's `emit`, or the store's `append`)."""
+Decide = Callable[[ChangesReady], Awaitable[bool]]
+"""Says whether a ready change should be applied now."""
+
+
+def _events(store: EventStore, session_id: str) -> list[Event]:
+    return [record.event for record in store.read(session_id)]
+
+
+async def record_final(emit: Emit, checkpoints: CheckpointStore) -> None:
+    """Record what commands left behind since the last checkpoint (a cut-short run, say)."""
+    if checkpoints.head_id() is None:
+        return  # Nothing ever changed: no baseline, no change.
+    checkpoint = await asyncio.to_thread(checkpoints.snapshot, "end of run")
+    if checkpoint is not None:
+        emit(CheckpointCreated(checkpoint_id=checkpoint.id, label=checkpoint.label))
+
+
+async def hand_off(
+    store: EventStore,
+    session_id: str,
+    settings: Settings,
+    view: View,
+    *,
+    emit: Emit,
+    decide: Decide,
+) -> Handoff:
+    """Announce the run's change, and apply it to the checkout when `decide` says so.
+
+    After a successful apply the overlay is closed and its layer deleted, so a later resume
+    starts from the checkout as it now is.
+    """
+    checkpoints = checkpoints_of(settings, view, session_id)
+    try:
+        await record_final(emit, checkpoints)
+        pending = await asyncio.to_thread(pending_change, checkpoints, _events(store, session_id))
+    except KestrelError as exc:
+        emit(ErrorOccurred(error_kind=type(exc).__name__, message=_stuck(exc, view)))
+        return Handoff(None, None)
+    if pending is None:
+        return Handoff(None, None)
+    ready = ready_event(pending)
+    emit(ready)
+    if not await decide(ready):
+        return Handoff(ready, None)
+    applied = await asyncio.to_thread(apply_pending, pending, view.real, view.layer.journal)
+    emit(applied)
+    if applied.outcome == "applied":
+        _drop(view)
+    return Handoff(ready, applied)
+
+
+def _stuck(exc: KestrelError, view: View) -> str:
+    where = view.layer.upper if view.kind == "kernel" else view.layer.tree
+    return f"the session's change could not be read ({exc}); its files are still in {where}"
+
+
+async def mark_baseline(emit: Emit, settings: Settings, view: View, session_id: str) -> None:
+    """When a session that already has checkpoints opens a new overlay (its earlier change was
+    applied or discarded), record the checkout as the base its next change counts from."""
+    if not view.fresh:
+        return
+    checkpoints = checkpoints_of(settings, view, session_id)
+    if checkpoints.head_id() is None:
+        return  # The first change's own baseline comes before it, as usual.
+    checkpoint = await asyncio.to_thread(checkpoints.snapshot, "a new overlay of the checkout")
+    head = checkpoint.id if checkpoint is not None else checkpoints.head_id()
+    assert head is not None
+    emit(
+        CheckpointCreated(checkpoint_id=head, label="a new overlay of the checkout", baseline=True)
+    )
+
+
+def _drop(view: View) -> None:
+    view.close()
+    discard_layer(view.layer)
+
+
+def apply_now(store: EventStore, session_id: str, settings: Settings, view: View) -> Handoff:
+    """`kestrel apply`: apply the pending change of a session that is not running."""
+    if view.fresh:  # Nothing was left in an overlay.
+        _drop(view)
+        return Handoff(None, None)
+
+    async def yes(_: ChangesReady) -> bool:
+        return True
+
+    def emit(event: Event) -> None:
+        store.append(session_id, event)
+
+    return asyncio.run(hand_off(store, session_id, settings, view, emit=emit, decide=yes))
+
+
+def discard(store: EventStore, session_id: str, settings: Settings, view: View) -> Pending | None:
+    """`kestrel discard`: bring the view back to the change's base and drop the layer."""
+    checkpoints = checkpoints_of(settings, view, session_id)
+    pending = None if view.fresh else pending_change(checkpoints, _events(store, session_id))
+    if pending is not None:
+        base = pending.base or checkpoints.list()[0].id
+        restored = checkpoints.restore(base, label="discarded")
+        head = restored.id if restored is not None else base
+        store.append(session_id, CheckpointCreated(checkpoint_id=head, label="discarded"))
+        store.append(session_id, discarded_event(head))
+    _drop(view)
+    return pending
