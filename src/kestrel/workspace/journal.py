@@ -15,15 +15,19 @@ With it, `state` is "committed" (roll forward when every staged file is intact, 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
 import stat
+import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -110,6 +114,8 @@ def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | 
     folder.mkdir()
     try:
         ops = [_stage(folder, number, step) for number, step in enumerate(steps)]
+        # Written first and flushed together: one flush of the filesystem covers them all.
+        flush([folder / name for name in sorted(os.listdir(folder))])
         fsync_dir(folder)
         fsync_dir(journal_dir)
     except OSError as error:
@@ -173,12 +179,14 @@ def _stage(folder: Path, number: int, step: Step) -> Op:
     action: Action = "delete"
     if step.new is not None:
         staged = f"new-{number}"
-        _write_new(folder / staged, step.new.data, 0o755 if step.new.executable else 0o644)
+        _write_new(
+            folder / staged, step.new.data, 0o755 if step.new.executable else 0o644, sync=False
+        )
         sha256 = hashlib.sha256(step.new.data).hexdigest()
         action = "symlink" if step.new.kind == "symlink" else "write"
     if step.old is not None:
         backup = f"old-{number}"
-        _write_new(folder / backup, step.old.data, 0o600)
+        _write_new(folder / backup, step.old.data, 0o600, sync=False)
     return Op(
         path=step.path,
         action=action,
@@ -198,31 +206,49 @@ def _stage(folder: Path, number: int, step: Step) -> Op:
 
 
 def _forward(checkout: Path, folder: Path, ops: list[Op], fault: Fault | None) -> None:
-    """Perform every op in order; each one may already have been done by an earlier run."""
+    """Perform every op in order; each one may already have been done by an earlier run.
+
+    Deletions go first (a file may make way for a folder). Then every new file is put beside
+    its target and flushed, all together, so that the renames that follow only ever put whole
+    files in place.
+    """
     for number, op in enumerate(ops):
-        _hit(fault, f"op:{number}")
-        target = checkout / op.path
         if op.action == "delete":
-            _remove(target)
-            _prune(checkout, target.parent)
+            _hit(fault, f"op:{number}")
+            _remove(checkout / op.path)
+            _prune(checkout, (checkout / op.path).parent)
+    copied = [_prepare(checkout, folder, number, op) for number, op in enumerate(ops)]
+    flush([temp for temp in copied if temp is not None])
+    for number, op in enumerate(ops):
+        if op.action == "delete":
             continue
-        assert op.staged is not None  # every write has a staged file (checked on load)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = _temp(target, folder.name, number)
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()  # left by a crash inside this op
-        staged = folder / op.staged
-        if op.action == "symlink":
-            os.symlink(os.fsdecode(staged.read_bytes()), temp)
-        else:
-            _place(staged, temp)
-            if op.mode is not None:
-                os.chmod(temp, op.mode)
-        os.replace(temp, target)
+        _hit(fault, f"op:{number}")
+        temp = _temp(checkout / op.path, folder.name, number)
+        os.replace(temp, checkout / op.path)
         # rename() between two links to one file (a redone op) is a no-op that leaves `temp`.
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
     _sync_parents(checkout, ops)
+
+
+def _prepare(checkout: Path, folder: Path, number: int, op: Op) -> Path | None:
+    """Put op's new content at its temp path beside the target; the temp path when copied."""
+    if op.action == "delete":
+        return None
+    assert op.staged is not None  # every write has a staged file (checked on load)
+    target = checkout / op.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = _temp(target, folder.name, number)
+    with contextlib.suppress(FileNotFoundError):
+        temp.unlink()  # left by a crash before this op's rename
+    staged = folder / op.staged
+    if op.action == "symlink":
+        os.symlink(os.fsdecode(staged.read_bytes()), temp)
+        return None
+    copied = _place(staged, temp)
+    if op.mode is not None:
+        os.chmod(temp, op.mode)
+    return temp if copied else None
 
 
 def _backward(checkout: Path, folder: Path, ops: list[Op], fault: Fault | None) -> None:
@@ -374,14 +400,16 @@ def _intact(folder: Path, op: Op) -> bool:
         return False
 
 
-def _place(staged: Path, temp: Path) -> None:
-    """Put staged content at `temp`: a hard link (no copy; the staged file stays), else a copy."""
+def _place(staged: Path, temp: Path) -> bool:
+    """Put staged content at `temp`: a hard link (no copy; the staged file stays), else a copy
+    (True), which the caller must flush."""
     try:
         os.link(staged, temp)
-    except OSError:  # another filesystem, or one without hard links
+    except OSError:  # another filesystem or mount, or one without hard links
         shutil.copyfile(staged, temp)
         shutil.copymode(staged, temp)
-        _fsync_file(temp)
+        return True
+    return False
 
 
 def _remove(target: Path) -> None:
@@ -405,21 +433,65 @@ def _prune(checkout: Path, folder: Path) -> None:
 
 
 def _sync_parents(checkout: Path, ops: Iterable[Op]) -> None:
+    """Flush the folders whose entries changed: each target's own, and those that got a new
+    folder; the folders above them did not change."""
     folders: set[Path] = set()
     for op in ops:
-        folders.update(p for p in (checkout / op.path).parents if checkout in (p, *p.parents))
+        folders.add((checkout / op.path).parent)
+        folders.update((checkout / made).parent for made in op.made_dirs)
+    if _syncfs(checkout):
+        return
     for folder in sorted(folders, reverse=True):
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             fsync_dir(folder)
 
 
-def _write_new(path: Path, data: bytes, mode: int) -> None:
-    """Create `path` (it must not exist) holding `data`, flushed to disk."""
+def _write_new(path: Path, data: bytes, mode: int, *, sync: bool = True) -> None:
+    """Create `path` (it must not exist) holding `data`, flushed to disk unless `sync` is off
+    (the caller then flushes it)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     with os.fdopen(os.open(path, flags, mode), "wb") as stream:
         stream.write(data)
         stream.flush()
-        os.fsync(stream.fileno())
+        if sync:
+            os.fsync(stream.fileno())
+
+
+def flush(paths: Sequence[Path]) -> None:
+    """Make the content of `paths` durable: one `syncfs` per filesystem where Linux has it (one
+    journal commit instead of one per file), else an fsync of each."""
+    done: set[int] = set()
+    for path in paths:
+        device = path.lstat().st_dev
+        if device in done:
+            continue
+        if _syncfs(path):
+            done.add(device)
+        else:
+            _fsync_file(path)
+
+
+def _syncfs(path: Path) -> bool:
+    """Flush the whole filesystem holding `path`; False where `syncfs` is not available."""
+    libc = _libc()
+    if libc is None:
+        return False
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        return bool(libc.syncfs(fd) == 0)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "syncfs") else None
 
 
 def _fsync_file(path: Path) -> None:
