@@ -13,15 +13,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from kestrel import app
+from kestrel import app, app_workspace
+from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import DenyingApprover
 from kestrel.agent.session import start_session
-from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, drive
+from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, AfterRun, drive
 from kestrel.cli.render import ConsoleFrontend
 from kestrel.models.scripted import ScriptedProvider
-from kestrel.protocol.events import Limits, ToolFinished
+from kestrel.protocol.events import ChangesReady, Limits, SessionFinished, ToolFinished
 from kestrel.sandbox.probe import probe
-from kestrel.settings import load_settings
+from kestrel.settings import Settings, load_settings
+from kestrel.workspace.overlay import View
 
 TASK = (
     "Customers say a 15% discount barely changes the price at checkout. "
@@ -86,9 +88,12 @@ def _run(console: Console, project: Path, provider: ScriptedProvider, model: str
             version=app.version(),
         )
         parts = app.LoopParts(approver=DenyingApprover(), provider=provider)
-        loop = app.build_loop(store, session_id, settings, project, parts)
+        # The session edits an overlay; its change reaches the project when the run is done.
+        view = app_workspace.open_workspace(settings, session_id, project)
+        loop = app.build_loop(store, session_id, settings, view.root if view else project, parts)
         frontend = ConsoleFrontend(console)
-        finished = asyncio.run(drive(store, loop, frontend, message=None, after_seq=0))
+        after = _hand_off(loop, settings, view) if view else None
+        finished = asyncio.run(drive(store, loop, frontend, message=None, after_seq=0, after=after))
         runs = [
             r.event
             for r in store.read(session_id)
@@ -104,6 +109,18 @@ def _run(console: Console, project: Path, provider: ScriptedProvider, model: str
         style="bold green" if passed else "bold red",
     )
     return EXIT_DONE if finished.reason == "done" and passed else EXIT_ERROR
+
+
+def _hand_off(loop: AgentLoop, settings: Settings, view: View) -> AfterRun:
+    async def after(finished: SessionFinished) -> None:
+        async def decide(_: ChangesReady) -> bool:
+            return finished.reason == "done"
+
+        await app_workspace.hand_off(
+            loop.store, loop.session_id, settings, view, emit=loop.emit, decide=decide
+        )
+
+    return after
 
 
 def _snapshot(root: Path) -> dict[str, str]:
