@@ -135,3 +135,57 @@ async def test_a_write_killed_before_its_rename_leaves_no_temporary_file(tmp_pat
     assert not leftover.exists() and unrelated.exists()
     await loop.run()
     assert (tmp_path / "f.txt").read_text() == "new\n"
+
+
+async def test_a_patch_caught_halfway_is_finished_from_its_kept_content(tmp_path: Path) -> None:
+    from kestrel.tools.paths import stage_write, staged_write
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("new a\n")  # landed
+    (root / "c.txt").write_text("doomed\n")  # its deletion did not
+    loop = crashed_mid_call(root, "apply_patch", '{"patch": "..."}', None)
+    artifacts = loop.environment.artifacts_dir
+    for path, before, after in [
+        ("a.txt", "old a\n", "new a\n"),
+        ("b.txt", None, "brand new\n"),
+        ("c.txt", "doomed\n", None),
+    ]:
+        if after is not None:
+            stage_write(staged_write(artifacts, sha(after)), after.encode())
+        loop.emit(
+            FileChanged(
+                call_id="c1",
+                path=path,
+                before_hash=None if before is None else sha(before),
+                after_hash=None if after is None else sha(after),
+            )
+        )
+    resumed = reconcile(loop.state, loop.emit, loop.tools.kind, root, artifacts)
+    assert resumed.interrupted_calls == ("c1",)
+    result = loop.state.results["c1"]
+    assert not result.is_error and "finished as announced" in result.content
+    assert (root / "b.txt").read_text() == "brand new\n"
+    assert not (root / "c.txt").exists()
+    assert (root / "a.txt").read_text() == "new a\n"
+
+
+async def test_a_halfway_patch_without_kept_content_is_reported_interrupted(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("new a\n")
+    loop = crashed_mid_call(root, "apply_patch", '{"patch": "..."}', None)
+    for path, before, after in [("a.txt", "old a\n", "new a\n"), ("b.txt", None, "b\n")]:
+        loop.emit(
+            FileChanged(
+                call_id="c1",
+                path=path,
+                before_hash=sha(before) if before else None,
+                after_hash=sha(after),
+            )
+        )
+    reconcile(loop.state, loop.emit, loop.tools.kind, root, loop.environment.artifacts_dir)
+    assert loop.state.results["c1"].is_error
+    assert not (root / "b.txt").exists()

@@ -65,3 +65,18 @@ def test_direct_mode_edits_the_checkout_as_it_goes(env: Env) -> None:
     assert done.returncode == 0, done.stderr
     assert "return a + b" in (env.project / "calc.py").read_text()
     assert "kestrel apply" not in done.stderr
+
+
+def test_resuming_a_finished_session_hands_its_waiting_change_over(env: Env) -> None:
+    session_id = _pending_session(env)
+    # Without a new message, resume finishes only what the run left: the hand-over.
+    waiting = env.run("resume", session_id, "-p")
+    assert waiting.returncode == 0, waiting.stderr
+    assert "kestrel apply" in waiting.stderr
+    assert (env.project / "calc.py").read_text() == BUGGY
+    applied = env.run("resume", session_id, "-p", "--permission-mode", "accept-edits")
+    assert applied.returncode == 0, applied.stderr
+    assert "return a + b" in (env.project / "calc.py").read_text()
+    # Once handed over, a resume without a message is a usage error again.
+    again = env.run("resume", session_id, "-p")
+    assert again.returncode == 2 and "already finished" in again.stderr

@@ -12,6 +12,7 @@ from kestrel.agent.state import SessionState
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import (
     Event,
+    FileChanged,
     Limits,
     PermissionMode,
     Record,
@@ -24,7 +25,13 @@ from kestrel.protocol.events import (
 )
 from kestrel.protocol.messages import ToolCall
 from kestrel.store.base import EventStore
-from kestrel.tools.paths import remove_leftover_temps
+from kestrel.tools.paths import (
+    read_bytes_if_file,
+    remove_leftover_temps,
+    sha256_hex,
+    staged_write,
+    write_atomically,
+)
 
 
 class CheckpointNotFound(KestrelError):
@@ -68,6 +75,8 @@ def reconcile(
     state: SessionState,
     emit: Callable[[Event], Record],
     kind_of: Callable[[str], ToolKind | None],
+    root: Path | None = None,
+    artifacts_dir: Path | None = None,
 ) -> SessionResumed:
     """Mark the session resumed and settle each tool call that started but has no result.
 
@@ -76,7 +85,8 @@ def reconcile(
     command, is reported to the model as interrupted, because its effects cannot be known.
     """
     unfinished = state.unfinished
-    settled = {c.id: _settle(state, c, kind_of(c.name)) for c in unfinished}
+    where = root or Path(state.cwd)  # The session's view of the files: an overlay may move it.
+    settled = {c.id: _settle(state, c, kind_of(c.name), where, artifacts_dir) for c in unfinished}
     interrupted = tuple(cid for cid, result in settled.items() if result is not None)
     resumed = SessionResumed(from_seq=state.last_seq, interrupted_calls=interrupted)
     emit(resumed)
@@ -86,7 +96,13 @@ def reconcile(
     return resumed
 
 
-def _settle(state: SessionState, call: ToolCall, kind: ToolKind | None) -> ToolFinished | None:
+def _settle(
+    state: SessionState,
+    call: ToolCall,
+    kind: ToolKind | None,
+    root: Path,
+    artifacts_dir: Path | None,
+) -> ToolFinished | None:
     """The result to record for an unfinished call, or None to run it again."""
     decided = state.decisions.get(call.id)
     if kind == "read" or kind is None or decided is None or decided.decision == "deny":
@@ -95,7 +111,6 @@ def _settle(state: SessionState, call: ToolCall, kind: ToolKind | None) -> ToolF
         return None
     if kind == "edit":
         writes = state.writes.get(call.id, [])
-        root = Path(state.cwd)
         for write in writes:
             remove_leftover_temps(_resolve(root, write.path))
         current = [file_hash(_resolve(root, w.path)) for w in writes]
@@ -106,6 +121,14 @@ def _settle(state: SessionState, call: ToolCall, kind: ToolKind | None) -> ToolF
             return _result(
                 call,
                 f"Done: the change to {paths} was written before the session was interrupted.",
+                error=False,
+            )
+        if artifacts_dir is not None and _finish_writes(root, writes, current, artifacts_dir):
+            paths = ", ".join(w.path for w in writes)
+            return _result(
+                call,
+                f"Done: the change to {paths} was cut short by an interruption and has been "
+                "finished as announced.",
                 error=False,
             )
         return _result(
@@ -119,6 +142,33 @@ def _settle(state: SessionState, call: ToolCall, kind: ToolKind | None) -> ToolF
         "running, so its effects are unknown. Check the state, and run it "
         "again if it is still needed.",
     )
+
+
+def _finish_writes(
+    root: Path, writes: list[FileChanged], current: list[str | None], artifacts_dir: Path
+) -> bool:
+    """Finish an edit caught halfway: each write is either landed or not started, and every one
+    not started has its announced content kept. False (nothing touched) otherwise."""
+    todo: list[tuple[FileChanged, bytes | None]] = []
+    for write, now in zip(writes, current, strict=True):
+        if now == write.after_hash:
+            continue
+        if now != write.before_hash:
+            return False  # Changed by something else: its state is not the tool's to decide.
+        if write.after_hash is None:
+            todo.append((write, None))
+            continue
+        kept = read_bytes_if_file(staged_write(artifacts_dir, write.after_hash))
+        if kept is None or sha256_hex(kept) != write.after_hash:
+            return False
+        todo.append((write, kept))
+    for write, data in todo:
+        target = _resolve(root, write.path)
+        if data is None:
+            target.unlink(missing_ok=True)
+        else:
+            write_atomically(target, data)
+    return True
 
 
 def _result(call: ToolCall, content: str, *, error: bool = True) -> ToolFinished:

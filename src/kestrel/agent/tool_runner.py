@@ -32,6 +32,7 @@ from kestrel.protocol.events import (
 )
 from kestrel.protocol.messages import ToolCall
 from kestrel.tools.base import PlannedWrite, ToolContext, ToolOutcome
+from kestrel.tools.paths import stage_write, staged_write
 from kestrel.tools.registry import ToolRegistry
 from kestrel.tools.subjects import describe_call, from_hook_input, hook_input
 
@@ -253,6 +254,9 @@ class ToolRunner:
             self._emit(ToolOutputChunk(call_id=call_id, stream=stream, text=text))
 
         async def before_write(write: PlannedWrite) -> None:
+            if write.after is not None and write.after_hash is not None:
+                staged = staged_write(self._env.artifacts_dir, write.after_hash)
+                await asyncio.to_thread(stage_write, staged, write.after)
             self._emit(
                 FileChanged(
                     call_id=call_id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -33,14 +34,16 @@ from kestrel.cli.drive import (
 from kestrel.cli.render import Frontend, handoff_lines, pending_hint
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import (
+    ChangesApplied,
     ChangesReady,
     PermissionMode,
+    Record,
     SessionFinished,
     SessionStarted,
 )
 from kestrel.settings import Settings, load_settings
 from kestrel.store.base import EventStore
-from kestrel.workspace.overlay import View
+from kestrel.workspace.overlay import View, layer_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +151,9 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
     done = finished is not None and finished.reason == "done"
     quiet = request.headless or not sys.stdin.isatty()
     if done and not request.task and quiet and request.rewind_to is None:
+        if _change_left_over(settings, session_id, records):
+            # Stopped after the run but before its change was handed over: finish that only.
+            return _hand_over_only(store, session_id, settings, cwd, request, console)
         raise ConfigError(
             f"session {session_id} already finished; give a follow-up message: "
             f'kestrel resume {session_id} "..."'
@@ -165,6 +171,40 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         message=request.task,
         resuming=not (done and not request.task),
     )
+
+
+def _change_left_over(settings: Settings, session_id: str, records: Sequence[Record]) -> bool:
+    """Whether the session's last run ended without its change being handed over."""
+    if settings.workspace != "overlay":
+        return False
+    if not layer_for(app.data_dir(settings), session_id).exists():
+        return False
+    kinds = [type(r.event) for r in records]
+    last_finish = max(i for i, kind in enumerate(kinds) if kind is SessionFinished)
+    return ChangesApplied not in kinds[last_finish:]
+
+
+def _hand_over_only(
+    store: EventStore,
+    session_id: str,
+    settings: Settings,
+    cwd: Path,
+    request: RunRequest,
+    console: Console,
+) -> int:
+    view = app_workspace.open_workspace(settings, session_id, cwd)
+    parts = app.LoopParts(approver=DenyingApprover(), permission_mode=request.permission_mode)
+    loop = app.build_loop(store, session_id, settings, view.root if view else cwd, parts)
+    finished = loop.state.finished
+    assert finished is not None  # Only finished sessions come here.
+    if view is not None:
+        after = _handoff(loop, settings, view, console, False, request.headless)
+
+        async def hand_over() -> None:
+            await after(finished)
+
+        asyncio.run(hand_over())
+    return print_result(finished, session_id, request.output_format, request.headless)
 
 
 def _execute(
@@ -197,7 +237,8 @@ def _execute(
             ),
         )
     if resuming:
-        reconcile(loop.state, loop.emit, loop.tools.kind)
+        env = loop.environment
+        reconcile(loop.state, loop.emit, loop.tools.kind, env.root, env.artifacts_dir)
     if request.rewind_to is not None:
         _rewind(loop, request.rewind_to)
         if message is None and interactive:
@@ -239,7 +280,10 @@ def _handoff(
         async def decide(ready: ChangesReady) -> bool:
             if finished.reason != "done":
                 return False
-            if loop.state.permission_mode in ("accept-edits", "bypass"):
+            if (loop.config.permission_mode or loop.state.permission_mode) in (
+                "accept-edits",
+                "bypass",
+            ):
                 return True
             if not interactive:
                 return False

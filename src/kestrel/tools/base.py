@@ -26,6 +26,8 @@ class PlannedWrite:
     before_hash: str | None
     after_hash: str | None
     diff: str
+    after: bytes | None = field(default=None, repr=False, compare=False)
+    """The new content, kept until the write lands, so a resume can finish a cut-short edit."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -326,7 +326,11 @@ async def commit_write(
     """Announce the write through `ctx.before_write`, then replace the file atomically."""
     # The planned write is announced (and made durable by the loop) before the file changes.
     plan = PlannedWrite(
-        path=shown, before_hash=sha256_hex(before), after_hash=sha256_hex(after), diff=diff
+        path=shown,
+        before_hash=sha256_hex(before),
+        after_hash=sha256_hex(after),
+        diff=diff,
+        after=after,
     )
     await ctx.before_write(plan)
     try:

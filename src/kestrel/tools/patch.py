@@ -121,6 +121,7 @@ def _plan(change: _Change) -> PlannedWrite:
         before_hash=sha256_hex(change.before),
         after_hash=sha256_hex(change.after),
         diff=planned_diff(change.shown, change.before, after_text),
+        after=change.after,
     )
 
 

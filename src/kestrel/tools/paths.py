@@ -105,6 +105,17 @@ def unified_diff(
     return "\n".join(lines)
 
 
+def staged_write(artifacts_dir: Path, after_hash: str) -> Path:
+    """Where the new content of an announced write is kept, by its hash, until it lands."""
+    return artifacts_dir / "writes" / after_hash
+
+
+def stage_write(path: Path, data: bytes) -> None:
+    """Keep `data` durably at `path` (content-addressed: a file already there holds it)."""
+    if not path.is_file():
+        write_atomically(path, data)
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` all at once: a reader sees the old file or the new, never half.
 
