@@ -53,9 +53,11 @@ def open_workspace(settings: Settings, session_id: str, checkout: Path) -> View 
         # The change is read from checkpoints, which need git: without it the session could
         # never hand its work over, so it works on the checkout itself.
         return None
-    layer = layer_for(data_dir(settings), session_id)
-    recover(checkout, layer.journal)
-    return open_view(checkout, layer)
+    view = open_view(checkout, layer_for(data_dir(settings), session_id))
+    # The journal names the checkout as the apply reached it (through the overlay's bind of the
+    # real checkout, in the kernel kind), so it is recovered through the same path.
+    recover(view.real, view.layer.journal)
+    return view
 
 
 def checkpoints_of(settings: Settings, view: View, session_id: str) -> CheckpointStore:

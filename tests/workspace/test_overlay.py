@@ -94,3 +94,54 @@ def test_a_layer_inside_the_checkout_is_refused(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path)
     with pytest.raises(ConfigError, match="inside the workspace"):
         open_view(checkout, layer_for(checkout / ".data", "s3"), kernel=False)
+
+
+APPLY_CRASH = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from kestrel.workspace.overlay import prepare_namespace
+    prepare_namespace()  # Before the imports below start a thread.
+    from kestrel.app_workspace import open_workspace
+    from kestrel.settings import Settings
+    from kestrel.workspace.apply import apply_changes
+    from kestrel.workspace.changes import Change, ChangeSet, Entry
+
+    checkout, data, crash = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "crash"
+    settings = Settings(data_dir=data)
+    view = open_workspace(settings, "s1", checkout)
+    print(view.kind)
+    if crash:
+        changes = ChangeSet(tuple(
+            Change(f"f{i}.txt", Entry("file", b"old\\n"), Entry("file", b"new\\n"))
+            for i in range(3)
+        ))
+        def die(step):
+            if step == "op:1":
+                os._exit(9)  # As a SIGKILL would: no cleanup, no finally.
+        apply_changes(view.real, changes, view.layer.journal, fault=die)
+    """
+)
+
+
+def test_an_apply_killed_midway_is_completed_when_the_session_opens_again(
+    tmp_path: Path,
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    for i in range(3):
+        (checkout / f"f{i}.txt").write_text("old\n")
+    data = tmp_path / "data"
+    run = [sys.executable, "-c", APPLY_CRASH, str(checkout), str(data)]
+    killed = subprocess.run([*run, "crash"], capture_output=True, text=True, check=False)
+    assert killed.returncode == 9, killed.stderr
+    contents = {p.name: p.read_text() for p in checkout.iterdir() if p.is_file()}
+    assert contents["f0.txt"] == "new\n" and contents["f2.txt"] == "old\n"  # Half applied.
+
+    reopened = subprocess.run([*run, "open"], capture_output=True, text=True, check=False)
+    assert reopened.returncode == 0, reopened.stderr
+    if reopened.stdout.strip() != "kernel":
+        pytest.skip("no private mount namespace here: the copy kind was tested instead")
+
+    assert sorted(p.name for p in checkout.iterdir()) == ["f0.txt", "f1.txt", "f2.txt"]
+    assert {(checkout / f"f{i}.txt").read_text() for i in range(3)} == {"new\n"}
