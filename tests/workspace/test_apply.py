@@ -486,6 +486,71 @@ def test_missing_staged_file_rolls_back(crashed_at: str, checkout: Path, journal
     assert_clean(checkout, journal)
 
 
+def test_unflushed_backups_are_never_written_over_untouched_files(
+    checkout: Path, journal: Path
+) -> None:
+    """A crash before the staging flush may leave journal.json with empty staged files and
+    backups; rolling back then leaves every file the apply had not reached as it is."""
+    old = snapshot(checkout)
+    with pytest.raises(Crash):
+        apply_changes(checkout, scenario_changes(), journal, fault=crash_at("journaled"))
+    for staged in journal_folder(journal).glob("*-*"):
+        staged.unlink()
+        staged.write_bytes(b"")  # a new, empty file: not a link to the checkout's file
+
+    recovered = recover(checkout, journal)
+
+    assert recovered is not None and recovered.action == "rolled_back"
+    assert snapshot(checkout) == old
+    assert_clean(checkout, journal)
+
+
+def test_damaged_backup_of_a_replaced_file_is_an_error(checkout: Path, journal: Path) -> None:
+    """Where the apply already replaced a file, a backup that no longer matches its recorded
+    hash is reported, not written into the checkout."""
+    with pytest.raises(Crash):
+        apply_changes(checkout, scenario_changes(), journal, fault=crash_at(f"op:{OPS - 1}"))
+    folder = journal_folder(journal)
+    body = json.loads((folder / "journal.json").read_text())
+    body["state"] = "rolling_back"
+    (folder / "journal.json").write_text(json.dumps(body))
+    numbers = [n for n, op in enumerate(body["ops"]) if op["backup"] and op["action"] == "write"]
+    backup = folder / f"old-{numbers[0]}"
+    backup.unlink()
+    backup.write_bytes(b"not what was there")
+
+    with pytest.raises(ApplyError, match="damaged"):
+        recover(checkout, journal)
+
+
+def test_rolling_back_leaves_a_file_the_apply_did_not_write(checkout: Path, journal: Path) -> None:
+    """A new path that holds someone else's file when the apply is undone keeps that file."""
+    with pytest.raises(Crash):
+        apply_changes(checkout, scenario_changes(), journal, fault=crash_at("op:0"))
+    folder = journal_folder(journal)
+    body = json.loads((folder / "journal.json").read_text())
+    added = "src/new_name.py"
+    assert any(op["path"] == added and not op["existed"] for op in body["ops"])
+    (checkout / added).write_bytes(b"written by the person\n")
+    next(folder.glob("new-*")).unlink()  # force a roll back
+
+    assert recover(checkout, journal) is not None
+    assert (checkout / added).read_bytes() == b"written by the person\n"
+
+
+def test_backups_are_hard_links_where_the_filesystem_allows(checkout: Path, journal: Path) -> None:
+    """No copy of a replaced file is made: its backup is the replaced file itself."""
+    inode = (checkout / "README.md").stat().st_ino
+    changes = ChangeSet((Change("README.md", text("hello\n"), text("bye\n")),))
+    with pytest.raises(Crash):
+        apply_changes(checkout, changes, journal, fault=crash_at("journaled"))
+
+    [backup] = journal_folder(journal).glob("old-*")
+    assert backup.stat().st_ino == inode
+    recover(checkout, journal)
+    assert (checkout / "README.md").read_bytes() == b"bye\n"
+
+
 @pytest.mark.parametrize("step", [f"undo:{n}" for n in range(OPS)])
 def test_crash_inside_roll_back_then_recover_again(
     step: str, checkout: Path, journal: Path

@@ -4,12 +4,20 @@
 hex id:
 
     <id>/new-<n>       the content op n puts in place (file bytes, or a symlink's target)
-    <id>/old-<n>       the backup of what op n replaces or deletes (file bytes, or a link's target)
+    <id>/old-<n>       the backup of what op n replaces or deletes: a hard link to the replaced
+                       file where the filesystem allows one, else its bytes (or a link's target)
     <id>/journal.json  {"version", "id", "checkout", "state", "ops": [...]}, written last
 
 `journal.json` is the commit point: a folder without it never touched the checkout and is removed.
 With it, `state` is "committed" (roll forward when every staged file is intact, else roll back) or
 "rolling_back" (keep rolling back). Removing `journal.json` marks the journal done.
+
+One flush makes the staged files, the backups and `journal.json` durable together, before the
+checkout is touched. A crash before that flush may leave a `journal.json` whose staged files or
+backups are incomplete; recovery then rolls back, and rolling back never writes a backup over a path
+that still holds what the journal says it held before (nothing was done there), nor removes a file
+that is not the one the journal put there. So an incomplete backup is only ever read where the apply
+had already replaced the file, which it does only after the flush.
 """
 
 from __future__ import annotations
@@ -40,7 +48,8 @@ Action = Literal["write", "symlink", "delete"]
 State = Literal["committed", "rolling_back"]
 JOURNAL = "journal.json"
 TEMP_MARK = ".kestrel-"
-_VERSION = 1
+_VERSION = 2
+_READABLE = (1, 2)  # version 1 journals carry no hash of the replaced content
 _FOLDER_NAME = re.compile(r"[0-9a-f]{32}")
 
 
@@ -78,6 +87,7 @@ class Op:
     mode: int | None
     old_mode: int | None
     made_dirs: tuple[str, ...]
+    old_sha256: str | None = None  # of the replaced file's bytes or link target (version 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +112,12 @@ def locked(journal_dir: Path) -> Iterator[None]:
 
 
 def ensure_idle(journal_dir: Path) -> None:
-    """Raise `ApplyPending` if an earlier apply left its journal behind."""
-    folders = _folders(journal_dir)
-    if folders:
-        raise ApplyPending(f"an interrupted apply is pending in {folders[0]}; run recover first")
+    """Raise `ApplyPending` if an earlier apply left its journal behind; remove the folders of
+    applies that finished or never committed (neither touches the checkout again)."""
+    for folder in _folders(journal_dir):
+        if (folder / JOURNAL).exists():
+            raise ApplyPending(f"an interrupted apply is pending in {folder}; run recover first")
+        shutil.rmtree(folder)
 
 
 def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | None) -> None:
@@ -113,16 +125,14 @@ def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | 
     folder = journal_dir / uuid.uuid4().hex
     folder.mkdir()
     try:
-        ops = [_stage(folder, number, step) for number, step in enumerate(steps)]
-        # Written first and flushed together: one flush of the filesystem covers them all.
-        flush([folder / name for name in sorted(os.listdir(folder))])
-        fsync_dir(folder)
-        fsync_dir(journal_dir)
+        ops = [_stage(checkout, folder, number, step) for number, step in enumerate(steps)]
+        _hit(fault, "staged")
+        _save(checkout, folder, ops, "committed", sync=False)
+        # Staged files, backups and journal.json: one flush covers them all (module docstring).
+        _flush_folder(folder)
     except OSError as error:
         shutil.rmtree(folder, ignore_errors=True)  # nothing in the checkout was touched yet
         raise ApplyError(f"cannot stage the change in {folder}: {error}") from error
-    _hit(fault, "staged")
-    _save(checkout, folder, ops, "committed")
     _hit(fault, "journaled")
     try:
         _forward(checkout, folder, ops, fault)
@@ -174,8 +184,8 @@ def _recover_one(checkout: Path, folder: Path, fault: Fault | None) -> RecoveryR
     return RecoveryResult("rolled_back", paths, folder.name)
 
 
-def _stage(folder: Path, number: int, step: Step) -> Op:
-    staged = sha256 = backup = None
+def _stage(checkout: Path, folder: Path, number: int, step: Step) -> Op:
+    staged = sha256 = backup = old_sha256 = None
     action: Action = "delete"
     if step.new is not None:
         staged = f"new-{number}"
@@ -186,7 +196,8 @@ def _stage(folder: Path, number: int, step: Step) -> Op:
         action = "symlink" if step.new.kind == "symlink" else "write"
     if step.old is not None:
         backup = f"old-{number}"
-        _write_new(folder / backup, step.old.data, 0o600, sync=False)
+        old_sha256 = hashlib.sha256(step.old.data).hexdigest()
+        _back_up(checkout / step.path, folder / backup, step.old)
     return Op(
         path=step.path,
         action=action,
@@ -202,7 +213,23 @@ def _stage(folder: Path, number: int, step: Step) -> Op:
         mode=step.mode,
         old_mode=step.old_mode,
         made_dirs=step.made_dirs,
+        old_sha256=old_sha256,
     )
+
+
+def _back_up(target: Path, backup: Path, old: Entry) -> None:
+    """Keep what `target` holds: a hard link to the file when it still holds `old` (the apply
+    replaces files by rename, so the linked file is never written), else a copy of `old`."""
+    if old.kind == "file":
+        try:
+            os.link(target, backup, follow_symlinks=False)
+        except OSError:  # another filesystem or mount, or one without hard links
+            pass
+        else:
+            if _digest(backup) == hashlib.sha256(old.data).hexdigest():
+                return
+            backup.unlink()  # changed since it was read: keep the bytes the plan compared
+    _write_new(backup, old.data, 0o600, sync=False)
 
 
 def _forward(checkout: Path, folder: Path, ops: list[Op], fault: Fault | None) -> None:
@@ -260,40 +287,51 @@ def _backward(checkout: Path, folder: Path, ops: list[Op], fault: Fault | None) 
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             _temp(target, folder.name, number).unlink()
         if op.backup is None:
-            _remove(target)
+            if op.sha256 is None or _holds(target, op.action, op.sha256, None) is not False:
+                _remove(target)  # only what this apply put there (or nothing yet)
             for made in reversed(op.made_dirs):
                 with contextlib.suppress(OSError):
                     (checkout / made).rmdir()  # only if still empty
             continue
+        if op.old_sha256 is not None and _holds(
+            target, op.backup_kind or "file", op.old_sha256, op.old_mode
+        ):
+            continue  # never replaced: nothing to undo (and the backup may be incomplete)
         backup = folder / op.backup
         if not backup.is_file():
             raise ApplyError(f"cannot restore {op.path}: its backup {backup} is missing")
+        if op.old_sha256 is not None and _digest(backup) != op.old_sha256:
+            raise ApplyError(f"cannot restore {op.path}: its backup {backup} is damaged")
         target.parent.mkdir(parents=True, exist_ok=True)
         temp = _temp(target, folder.name, number)
         if op.backup_kind == "symlink":
             os.symlink(os.fsdecode(backup.read_bytes()), temp)
         else:
-            shutil.copyfile(backup, temp)  # a copy, so that the backup survives a crash here
+            if _place(backup, temp):  # a link or a copy: the backup survives a crash here
+                _fsync_file(temp)
             if op.old_mode is not None:
                 os.chmod(temp, op.old_mode)
-            _fsync_file(temp)
         os.replace(temp, target)
     _sync_parents(checkout, ops)
 
 
 def _finish(folder: Path, fault: Fault | None) -> None:
-    """Mark the journal done by removing journal.json, then drop its staged files and backups."""
+    """Mark the journal done by removing journal.json, then drop its staged files and backups.
+
+    The removal is flushed before any staged file goes: a journal that came back after a crash
+    with some staged files gone would roll a finished apply back. The folder's own removal need
+    not be flushed; a folder without journal.json is removed by the next apply or recovery."""
     _hit(fault, "done")
     with contextlib.suppress(FileNotFoundError):
         (folder / JOURNAL).unlink()
     fsync_dir(folder)
     _hit(fault, "cleanup")
     shutil.rmtree(folder)
-    fsync_dir(folder.parent)
 
 
-def _save(checkout: Path, folder: Path, ops: list[Op], state: State) -> None:
-    """Write journal.json atomically: a crash leaves the old version or the new one."""
+def _save(checkout: Path, folder: Path, ops: list[Op], state: State, *, sync: bool = True) -> None:
+    """Write journal.json atomically: a crash leaves the old version or the new one. With `sync`
+    off the caller flushes the folder."""
     body = {
         "version": _VERSION,
         "id": folder.name,
@@ -304,9 +342,10 @@ def _save(checkout: Path, folder: Path, ops: list[Op], state: State) -> None:
     temp = folder / f"{JOURNAL}.tmp"
     with contextlib.suppress(FileNotFoundError):
         temp.unlink()
-    _write_new(temp, json.dumps(body, indent=1).encode(), 0o600)
+    _write_new(temp, json.dumps(body, indent=1).encode(), 0o600, sync=sync)
     os.replace(temp, folder / JOURNAL)
-    fsync_dir(folder)
+    if sync:
+        fsync_dir(folder)
 
 
 def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
@@ -318,8 +357,8 @@ def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
         return None
     except ValueError as error:
         raise ApplyError(f"{file} is not a readable journal: {error}") from error
-    if not isinstance(body, dict) or body.get("version") != _VERSION:
-        raise ApplyError(f"{file} is not a version {_VERSION} journal")
+    if not isinstance(body, dict) or body.get("version") not in _READABLE:
+        raise ApplyError(f"{file} is not a journal of a version this Kestrel reads {_READABLE}")
     if body.get("checkout") != str(checkout):
         raise ApplyError(f"{file} belongs to the checkout {body.get('checkout')!r}, not {checkout}")
     state = body.get("state")
@@ -395,9 +434,33 @@ def _intact(folder: Path, op: Op) -> bool:
     if op.staged is None:
         return True
     try:
-        return hashlib.sha256((folder / op.staged).read_bytes()).hexdigest() == op.sha256
+        return _digest(folder / op.staged) == op.sha256
     except OSError:
         return False
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _holds(target: Path, kind: str, sha256: str, mode: int | None) -> bool | None:
+    """Whether `target` holds exactly that file (bytes and, when given, permission bits) or that
+    symlink; None when nothing is there."""
+    try:
+        info = target.lstat()
+        if kind == "symlink":
+            if not stat.S_ISLNK(info.st_mode):
+                return False
+            data = os.fsencode(os.readlink(target))
+        elif stat.S_ISREG(info.st_mode):
+            if mode is not None and stat.S_IMODE(info.st_mode) != mode:
+                return False
+            data = target.read_bytes()
+        else:
+            return False
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return hashlib.sha256(data).hexdigest() == sha256
 
 
 def _place(staged: Path, temp: Path) -> bool:
@@ -455,6 +518,16 @@ def _write_new(path: Path, data: bytes, mode: int, *, sync: bool = True) -> None
         stream.flush()
         if sync:
             os.fsync(stream.fileno())
+
+
+def _flush_folder(folder: Path) -> None:
+    """Make a journal folder's files and names durable, and the folder's own name."""
+    if _syncfs(folder):
+        return
+    for name in os.listdir(folder):
+        _fsync_file(folder / name)
+    fsync_dir(folder)
+    fsync_dir(folder.parent)
 
 
 def flush(paths: Sequence[Path]) -> None:
