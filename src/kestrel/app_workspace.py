@@ -54,9 +54,10 @@ def open_workspace(settings: Settings, session_id: str, checkout: Path) -> View 
         # never hand its work over, so it works on the checkout itself.
         return None
     view = open_view(checkout, layer_for(data_dir(settings), session_id))
-    # The journal names the checkout as the apply reached it (through the overlay's bind of the
-    # real checkout, in the kernel kind), so it is recovered through the same path.
-    recover(view.real, view.layer.journal)
+    # A journal in the layer names the checkout as the apply reached it (through the overlay's
+    # bind of the real checkout, in the kernel kind), so it is recovered through the same path.
+    for journal in dict.fromkeys((view.journal, view.layer.journal)):
+        recover(view.real, journal)
     return view
 
 
@@ -119,7 +120,7 @@ async def hand_off(
     emit(ready)
     if not await decide(ready):
         return Handoff(ready, None)
-    applied = await asyncio.to_thread(apply_pending, pending, view.real, view.layer.journal)
+    applied = await asyncio.to_thread(apply_pending, pending, view.real, view.journal)
     emit(applied)
     if applied.outcome == "applied":
         _drop(view)

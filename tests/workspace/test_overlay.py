@@ -119,16 +119,19 @@ APPLY_CRASH = textwrap.dedent(
         def die(step):
             if step == "op:1":
                 os._exit(9)  # As a SIGKILL would: no cleanup, no finally.
-        apply_changes(view.real, changes, view.layer.journal, fault=die)
+        apply_changes(view.real, changes, view.journal, fault=die)
     """
 )
 
 
+@pytest.mark.parametrize("git", [False, True], ids=["journal-in-layer", "journal-in-dot-git"])
 def test_an_apply_killed_midway_is_completed_when_the_session_opens_again(
-    tmp_path: Path,
+    tmp_path: Path, git: bool
 ) -> None:
     checkout = tmp_path / "checkout"
     checkout.mkdir()
+    if git:
+        (checkout / ".git").mkdir()  # where the journal goes, a hard link away from the files
     for i in range(3):
         (checkout / f"f{i}.txt").write_text("old\n")
     data = tmp_path / "data"
@@ -143,5 +146,14 @@ def test_an_apply_killed_midway_is_completed_when_the_session_opens_again(
     if reopened.stdout.strip() != "kernel":
         pytest.skip("no private mount namespace here: the copy kind was tested instead")
 
-    assert sorted(p.name for p in checkout.iterdir()) == ["f0.txt", "f1.txt", "f2.txt"]
+    assert sorted(p.name for p in checkout.iterdir() if p.name != ".git") == [
+        "f0.txt",
+        "f1.txt",
+        "f2.txt",
+    ]
     assert {(checkout / f"f{i}.txt").read_text() for i in range(3)} == {"new\n"}
+    journal = checkout / ".git" / "kestrel-journal"
+    if git:  # only the lock stays: the finished apply left no folder behind
+        assert [path.name for path in journal.iterdir()] == ["lock"]
+    else:
+        assert not journal.exists()

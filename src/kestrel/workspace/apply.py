@@ -191,14 +191,16 @@ def apply_changes(
     """Apply `changes` to `checkout` through a journal in `journal_dir`, all of it or none.
 
     Raises `ApplyPending` when an earlier apply awaits `recover`, and `ApplyError` when the
-    checkout is not a folder, `journal_dir` lies inside it, or writing fails (undone first).
+    checkout is not a folder, `journal_dir` lies inside it (other than in its `.git` folder, which
+    no change may touch), or writing fails (undone first).
     `fault` is for tests: it is called with each step name ("staged", "journaled", "op:N",
     "done", "cleanup") before that step, and raising from it simulates a crash there.
     """
     root = checkout.resolve()
     if not root.is_dir():
         raise ApplyError(f"the checkout {checkout} is not a folder")
-    if journal_dir.resolve().is_relative_to(root):
+    journal_at = journal_dir.resolve()
+    if journal_at.is_relative_to(root) and not journal_at.is_relative_to(root / ".git"):
         raise ApplyError(f"the journal folder {journal_dir} must lie outside the checkout {root}")
     refusals, flags = check(changes)
     if refusals:

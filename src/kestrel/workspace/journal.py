@@ -8,6 +8,10 @@ hex id:
                        file where the filesystem allows one, else its bytes (or a link's target)
     <id>/journal.json  {"version", "id", "checkout", "state", "ops": [...]}, written last
 
+`checkout` is the checkout's path, or "." for a journal kept inside the checkout's `.git`, which
+names its checkout by where it lies (the same checkout is reached by different paths inside and
+outside a session's namespace).
+
 `journal.json` is the commit point: a folder without it never touched the checkout and is removed.
 With it, `state` is "committed" (roll forward when every staged file is intact, else roll back) or
 "rolling_back" (keep rolling back). Removing `journal.json` marks the journal done.
@@ -335,7 +339,7 @@ def _save(checkout: Path, folder: Path, ops: list[Op], state: State, *, sync: bo
     body = {
         "version": _VERSION,
         "id": folder.name,
-        "checkout": str(checkout),
+        "checkout": _label(checkout, folder),
         "state": state,
         "ops": [asdict(op) for op in ops],
     }
@@ -359,7 +363,7 @@ def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
         raise ApplyError(f"{file} is not a readable journal: {error}") from error
     if not isinstance(body, dict) or body.get("version") not in _READABLE:
         raise ApplyError(f"{file} is not a journal of a version this Kestrel reads {_READABLE}")
-    if body.get("checkout") != str(checkout):
+    if body.get("checkout") != _label(checkout, folder):
         raise ApplyError(f"{file} belongs to the checkout {body.get('checkout')!r}, not {checkout}")
     state = body.get("state")
     if state not in ("committed", "rolling_back"):
@@ -369,6 +373,11 @@ def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
     except (KeyError, TypeError, ValueError) as error:
         raise ApplyError(f"{file} has a malformed op: {error}") from error
     return state, ops
+
+
+def _label(checkout: Path, folder: Path) -> str:
+    """How journal.json names its checkout: "." when the journal lies inside it, else its path."""
+    return "." if folder.is_relative_to(checkout) else str(checkout)
 
 
 def _op(raw: Any) -> Op:

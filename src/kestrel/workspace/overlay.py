@@ -90,6 +90,17 @@ class View:
     fresh: bool = False
     """The layer was created now: the view shows the checkout as it is, with no change."""
 
+    @property
+    def journal(self) -> Path:
+        """Where applies to the real checkout keep their journal: inside its `.git` folder when
+        it has one, where staged files and backups are hard links away from their targets (the
+        layer is another mount in the kernel kind, so every file would be copied); else in the
+        session's layer."""
+        git = self.real / ".git"
+        if git.is_dir() and not git.is_symlink():
+            return git / "kestrel-journal"
+        return self.layer.journal
+
     def close(self) -> None:
         """Take the overlay off the checkout (kernel); the layer stays on disk."""
         if self.kind == "kernel":
