@@ -25,6 +25,9 @@ WHEN = {
     "model_text_delta": "For each piece of text as the model streams it.",
     "model_tool_call_delta": "For each piece of a tool call as the model streams it.",
     "model_retrying": "When a model call failed in a way worth retrying, before the wait.",
+    "model_switched": "When a model call failed (overloaded, rate limited past its retries, a "
+    "server error or a timeout) before any reply, and the same request goes to the next model "
+    "of its role.",
     "model_completed": "When the model's reply is complete; it holds the whole reply, so a "
     "reader may ignore the deltas.",
     "tool_call_requested": "For each tool call in a completed reply, before permission is asked.",
@@ -54,6 +57,12 @@ WHEN = {
     "message is taken out of the conversation and the run ends with reason `hook`.",
     "injection_flagged": "Before the `tool_finished` of a call whose result holds text that reads "
     "like instructions to the agent.",
+    "todo_updated": "When the model's `todo` call writes the task list, before that call's "
+    "`tool_finished`, and when an approved plan becomes the task list.",
+    "plan_proposed": "When the model's `propose_plan` call proposes a valid plan, before that "
+    "call's `tool_finished`; the run then stops with reason `plan`.",
+    "plan_decided": "When the person approves (perhaps after editing) or rejects the plan "
+    "waiting for a decision, before the session continues.",
     "error": "When something fails; the session may go on (`recoverable`) or finish.",
     "session_finished": "When the session stops, for any reason. Another may follow a "
     "`session_resumed`.",
@@ -79,6 +88,8 @@ MEANING: dict[str, dict[str, str]] = {
         "request_id": "Id tying this request's deltas, retries and completion together.",
         "model": "The model asked, as `provider:model-id`.",
         "turn": "Number of this model call in the session, from 1.",
+        "role": "What the call is for (`main`, `plan`, `fast` or `edit`); settings map each "
+        "role to its models.",
     },
     "model_text_delta": {
         "request_id": "The request this belongs to.",
@@ -90,6 +101,14 @@ MEANING: dict[str, dict[str, str]] = {
         "call_id": "The call's id, on the first piece of that call.",
         "name": "The tool's name, on the first piece of that call.",
         "arguments_delta": "The next piece of the arguments' JSON text.",
+    },
+    "model_switched": {
+        "request_id": "The request that moved to another model.",
+        "role": "The role whose next model now answers.",
+        "from_model": "The model that failed, as `provider:model-id`.",
+        "to_model": "The model the same request goes to now, as `provider:model-id`.",
+        "error_kind": "The error's type, such as `Overloaded` or `RateLimited`.",
+        "message": "The error's message.",
     },
     "model_retrying": {
         "request_id": "The request being retried.",
@@ -222,6 +241,26 @@ MEANING: dict[str, dict[str, str]] = {
         "name": "The tool's name.",
         "findings": "Each finding: its kind, its line in the result and the text, trimmed.",
     },
+    "todo_updated": {
+        "items": "The whole task list, in order; it replaces the previous one.",
+        "source": "`model`: a `todo` call wrote it; `plan`: the steps of an approved plan.",
+        "call_id": "The `todo` call that wrote it; null when an approved plan did.",
+    },
+    "plan_proposed": {
+        "plan_id": "The plan's id; `kestrel plan approve` and `reject` may name it.",
+        "summary": "The approach, in the model's words.",
+        "steps": "The steps, as proposed.",
+        "call_id": "The `propose_plan` call that proposed it.",
+    },
+    "plan_decided": {
+        "plan_id": "The plan decided on.",
+        "decision": "`approved` or `rejected`.",
+        "steps": "The approved steps, with the person's edits; empty for a rejection.",
+        "edited": "True when the person changed the plan before approving it.",
+        "reason": "Why the person rejected it; the model is told.",
+        "permission_mode": "The mode the session continues in after an approval; null for a "
+        "rejection (the session stays in plan mode).",
+    },
     "error": {
         "error_kind": "The error's type, such as `AuthenticationFailed`.",
         "message": "The error's message.",
@@ -229,11 +268,24 @@ MEANING: dict[str, dict[str, str]] = {
     },
     "session_finished": {
         "reason": "Why: `done` (the model finished), `error`, `budget`, `loop`, `cancelled`, or "
-        "`hook` (a hook stopped the session or blocked its prompt), or `unverified` "
-        "(verification still failed after `verify.max_rounds` rounds of fixes).",
+        "`hook` (a hook stopped the session or blocked its prompt), `unverified` "
+        "(verification still failed after `verify.max_rounds` rounds of fixes), or `plan` (a "
+        "plan was proposed and waits for the person's decision).",
         "detail": "More about the reason, in words.",
         "final_text": "The model's last text, when it finished on its own.",
         "totals": "What the session spent, over all its runs.",
+    },
+    "TodoItem": {
+        "id": "The item's id, unique in the list.",
+        "text": "What to do, in one line.",
+        "status": "`pending`, `in_progress` (at most one item) or `done`.",
+    },
+    "PlanStep": {
+        "id": "The step's id, unique in the plan.",
+        "title": "What the step does.",
+        "files": "Files the step will change.",
+        "checks": "Commands or tests that show the step worked.",
+        "depends_on": "Ids of the steps that must be done first.",
     },
     "CheckOutcome": {
         "name": "The check, e.g. `syntax`, `ruff`, `mypy`, `pytest`.",

@@ -14,19 +14,20 @@ from importlib import metadata
 from pathlib import Path
 
 from kestrel.agent.loop import AgentLoop, LoopConfig
-from kestrel.agent.ports import Approver, OnRetry, Snapshot, ToolEnvironment
+from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import build_system_prompt, find_memory_files, load_memory
 from kestrel.context.engine import ContextEngine
 from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
 from kestrel.models.openai_compat import OpenAICompatProvider
-from kestrel.models.retry import RetryPolicy, stream_with_retry
+from kestrel.models.retry import RetryPolicy
+from kestrel.models.router import ROLES, Candidate, FailoverPolicy, FailoverProvider, ModelRouter
 from kestrel.models.scripted import ScriptedProvider
 from kestrel.policy.gate import PermissionGate
 from kestrel.policy.hooks import HookCommand, HookMatcher, HookRunner
 from kestrel.policy.rules import RuleSet
 from kestrel.protocol.errors import ConfigError
-from kestrel.protocol.events import ChangedFile, PermissionMode
+from kestrel.protocol.events import ChangedFile, ModelRole, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
@@ -37,8 +38,10 @@ from kestrel.store import STORE_FILE_NAME, default_data_dir
 from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.code import CodeIndex
+from kestrel.tools.plan import ProposePlan
 from kestrel.tools.registry import ToolRegistry, code_tools, default_tools
 from kestrel.tools.subjects import COMPAT_NAMES
+from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
 from kestrel.workspace.verify.session import SessionVerifier
@@ -133,30 +136,61 @@ _BYPASS_NEEDS_SANDBOX = (
 
 
 def check_credentials(settings: Settings, env: Mapping[str, str]) -> None:
-    """Fail before a session starts when its provider has no API key to use."""
-    variable = API_KEY_ENV.get(settings.provider)
-    local = settings.base_url or (settings.provider == "openai" and env.get("OPENAI_BASE_URL"))
-    if variable is None or env.get(variable) or local:
-        return
-    raise ConfigError(
-        f"{variable} is not set: export it to use {settings.model}, or choose another model "
-        "with --model (e.g. openai:MODEL with KESTREL_BASE_URL for a local server, or "
-        "scripted:script.json, which needs no key)"
+    """Fail before a session starts when one of its models has no API key to use."""
+    for role in ROLES:
+        for choice in settings.role_models(role):
+            variable = API_KEY_ENV.get(choice.provider)
+            local = choice.base_url or (choice.provider == "openai" and env.get("OPENAI_BASE_URL"))
+            if variable is None or env.get(variable) or local:
+                continue
+            where = "" if choice.model == settings.model else f" (listed for the {role} role)"
+            raise ConfigError(
+                f"{variable} is not set: export it to use {choice.model}{where}, or choose "
+                "another model with --model (e.g. openai:MODEL with KESTREL_BASE_URL for a "
+                "local server, or scripted:script.json, which needs no key)"
+            )
+
+
+def router_for(settings: Settings, cwd: Path, policy: RetryPolicy | None = None) -> ModelRouter:
+    """Each role's models from settings, in failover order; a model listed twice is one client."""
+    failover = FailoverPolicy(
+        retry=policy or RetryPolicy(), switch_after=settings.models.failover_after
     )
+    built: dict[tuple[str, str | None], Provider] = {}
+    chains: dict[ModelRole, FailoverProvider] = {}
+    for role in ROLES:
+        candidates = []
+        for choice in settings.role_models(role):
+            key = (choice.model, choice.base_url)
+            if key not in built:
+                built[key] = build_provider(choice.model, base_url=choice.base_url, cwd=cwd)
+            candidates.append(Candidate(choice.model, built[key]))
+        chains[role] = FailoverProvider(candidates, policy=failover)
+    return ModelRouter(chains)
 
 
 def streamer_for(provider: Provider, policy: RetryPolicy | None = None) -> _Streamer:
-    """A model streamer that retries transient failures of `provider`."""
-    return _Streamer(provider, policy or RetryPolicy())
+    """A model streamer that answers every role with `provider`, retrying transient failures."""
+    chain = FailoverProvider(
+        [Candidate(provider.model, provider)], policy=FailoverPolicy(retry=policy or RetryPolicy())
+    )
+    return _Streamer(ModelRouter({"main": chain}))
+
+
+def routed_streamer(router: ModelRouter) -> _Streamer:
+    """A model streamer that sends each step to its role's models, failing over in order."""
+    return _Streamer(router)
 
 
 @dataclass(frozen=True, slots=True)
 class _Streamer:
-    provider: Provider
-    policy: RetryPolicy
+    router: ModelRouter
 
-    def __call__(self, request: ModelRequest, on_retry: OnRetry) -> AsyncIterator[StreamPart]:
-        return stream_with_retry(self.provider, request, policy=self.policy, on_retry=on_retry)
+    def __call__(
+        self, request: ModelRequest, *, role: ModelRole, on_retry: OnRetry, on_switch: OnSwitch
+    ) -> AsyncIterator[StreamPart]:
+        chain = self.router.for_role(role)
+        return chain.stream_observed(request, on_retry=on_retry, on_switch=on_switch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,13 +237,23 @@ def build_loop(
     store: EventStore, session_id: str, settings: Settings, cwd: Path, parts: LoopParts
 ) -> AgentLoop:
     """An agent loop for an existing session, wired from settings."""
-    provider = parts.provider or build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
+    router = (
+        ModelRouter({"main": FailoverProvider([Candidate(parts.provider.model, parts.provider)])})
+        if parts.provider
+        else router_for(settings, cwd)
+    )
     memory = load_memory(find_memory_files(cwd, user_config_dir=_user_config_dir()))
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
     executor = parts.executor or executor_for(settings, cwd)
     timeout = settings.verify.timeout_s
     tools = ToolRegistry(
-        [*default_tools(), Verify(timeout_s=timeout), *code_tools(CodeIndex(_open_index))]
+        [
+            *default_tools(),
+            Verify(timeout_s=timeout),
+            *code_tools(CodeIndex(_open_index)),
+            Todo(),
+            ProposePlan(),
+        ]
     )
     gate = policy_gate(settings, cwd, session_id, tools, executor)
     environment = ToolEnvironment(
@@ -227,6 +271,7 @@ def build_loop(
         permission_mode=parts.permission_mode,
         model=settings.model,
         max_verify_rounds=settings.verify.max_rounds,
+        role_models={} if parts.provider else router.first_models(),
     )
     # Checks run the project's own programs: automatically only where the sandbox holds them.
     verify = settings.verify.enabled and gate.sandboxed
@@ -234,7 +279,7 @@ def build_loop(
     loop = AgentLoop(
         store=store,
         session_id=session_id,
-        streamer=streamer_for(provider),
+        streamer=routed_streamer(router),
         tools=tools,
         environment=environment,
         approver=parts.approver,

@@ -22,9 +22,11 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -34,7 +36,7 @@ from pydantic import (
 from kestrel.policy.hooks import HOOK_EVENTS
 from kestrel.policy.rules import RuleError, parse_rule
 from kestrel.protocol.errors import ConfigError
-from kestrel.protocol.events import Limits, PermissionMode
+from kestrel.protocol.events import Limits, ModelRole, PermissionMode
 
 ProviderName = Literal["anthropic", "openai", "scripted"]
 """The providers a `model` setting may name."""
@@ -186,6 +188,89 @@ class HookSettings(_Table):
 assert tuple(HookSettings.model_fields) == HOOK_EVENTS
 
 
+def _check_model_spec(value: str) -> str:
+    provider, sep, model_id = value.partition(":")
+    if not sep or provider not in PROVIDERS or not model_id.strip():
+        raise ValueError(
+            'expected "provider:model-id" with provider one of ' + ", ".join(PROVIDERS)
+        )
+    return value
+
+
+def _check_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError("expected an http:// or https:// URL")
+    return value
+
+
+def _one_or_many(value: object) -> object:
+    """A single entry where a list is expected stands for a list of one."""
+    return [value] if isinstance(value, str | Mapping) else value
+
+
+class ModelEntrySettings(_Table):
+    """One model of a role with its own endpoint: `{ model = "...", base_url = "..." }`."""
+
+    model: str
+    base_url: Annotated[str | None, _NoneWord] = None
+    """None: the provider's public API (the top-level `base_url` does not apply)."""
+
+    @field_validator("model")
+    @classmethod
+    def _check_model(cls, value: str) -> str:
+        return _check_model_spec(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+
+def _entry_form(value: object) -> str:
+    return "text" if isinstance(value, str) else "table"
+
+
+_Entry = Annotated[
+    Annotated[str, Tag("text")] | Annotated[ModelEntrySettings, Tag("table")],
+    Discriminator(_entry_form),
+]
+_RoleList = Annotated[list[_Entry], BeforeValidator(_one_or_many)]
+
+
+class ModelRoleSettings(_Table):
+    """Each role's models, in the order they are tried; an empty role uses `main`'s."""
+
+    main: _RoleList = []
+    plan: _RoleList = []
+    fast: _RoleList = []
+    edit: _RoleList = []
+    failover_after: PositiveInt = 1
+    """Attempts an overloaded, failing or unreachable model gets before the next is tried."""
+
+    @field_validator("main", "plan", "fast", "edit")
+    @classmethod
+    def _check_entries(
+        cls, entries: list[str | ModelEntrySettings]
+    ) -> list[str | ModelEntrySettings]:
+        for entry in entries:
+            if isinstance(entry, str):
+                _check_model_spec(entry)
+        return entries
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """One model a role may use: `provider:model-id` and the endpoint to reach it at."""
+
+    model: str
+    base_url: str | None = None
+
+    @property
+    def provider(self) -> str:
+        """The provider part of `model`."""
+        return self.model.partition(":")[0]
+
+
 class Settings(_Table):
     """Everything configurable about a Kestrel run; see docs/configuration.md."""
 
@@ -208,6 +293,8 @@ class Settings(_Table):
     """Hosts (and their subdomains) commands may reach when `network = "allowlist"`."""
     permissions: PermissionSettings = PermissionSettings()
     hooks: HookSettings = HookSettings()
+    models: ModelRoleSettings = ModelRoleSettings()
+    """Models per role and failover lists; `model` always leads the `main` role."""
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
     _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -215,12 +302,25 @@ class Settings(_Table):
     @field_validator("model")
     @classmethod
     def _check_model(cls, value: str) -> str:
-        provider, sep, model_id = value.partition(":")
-        if not sep or provider not in PROVIDERS or not model_id.strip():
-            raise ValueError(
-                'expected "provider:model-id" with provider one of ' + ", ".join(PROVIDERS)
-            )
-        return value
+        return _check_model_spec(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_from_main_role(cls, data: object) -> object:
+        # With a main role listed and no `model` chosen anywhere, the list's first entry leads.
+        if not isinstance(data, Mapping) or "model" in data:
+            return data
+        models = data.get("models")
+        main = _one_or_many(models.get("main")) if isinstance(models, Mapping) else None
+        if not isinstance(main, list) or not main:
+            return data
+        first = main[0]
+        spec = first.get("model") if isinstance(first, Mapping) else first
+        try:
+            _check_model_spec(spec if isinstance(spec, str) else "")
+        except ValueError:
+            return data  # The entry's own check reports it, once.
+        return {**data, "model": spec}
 
     @model_validator(mode="after")
     def _allowlist_needs_hosts(self, info: ValidationInfo) -> Settings:
@@ -234,9 +334,7 @@ class Settings(_Table):
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
-        return value
+        return _check_url(value)
 
     @property
     def provider(self) -> ProviderName:
@@ -248,6 +346,30 @@ class Settings(_Table):
     def model_id(self) -> str:
         """The model part of `model`, as the provider names it."""
         return self.model.partition(":")[2]
+
+    def role_models(self, role: ModelRole) -> tuple[ModelChoice, ...]:
+        """The models `role` tries, in order; a role with none of its own gets `main`'s.
+
+        `model` leads the main role, then the rest of `models.main`. A plain `provider:model`
+        entry of the same provider as `model` is reached at `base_url`; others at their
+        provider's public API unless written as a table with a `base_url` of its own.
+        """
+        entries = getattr(self.models, role)
+        if role != "main" and not entries:
+            return self.role_models("main")
+        choices = [self._choice(entry) for entry in entries]
+        if role == "main" and (not choices or choices[0].model != self.model):
+            choices.insert(0, ModelChoice(self.model, self.base_url))
+        unique: dict[str, ModelChoice] = {}
+        for choice in choices:
+            unique.setdefault(choice.model, choice)
+        return tuple(unique.values())
+
+    def _choice(self, entry: str | ModelEntrySettings) -> ModelChoice:
+        if isinstance(entry, ModelEntrySettings):
+            return ModelChoice(entry.model, entry.base_url)
+        same = entry.partition(":")[0] == self.provider
+        return ModelChoice(entry, self.base_url if same else None)
 
     @property
     def sources(self) -> tuple[Path, ...]:

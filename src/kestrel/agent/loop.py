@@ -10,18 +10,23 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budgets
 from kestrel.agent.loops import LoopDetector, signature
+from kestrel.agent.planning import proposed_in
 from kestrel.agent.ports import (
     Approver,
     Checkpointer,
     ModelStreamer,
+    OnRetry,
+    OnSwitch,
     ToolEnvironment,
     Verifier,
 )
+from kestrel.agent.prompt import with_task_list
+from kestrel.agent.routing import Step, role_for
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
 from kestrel.policy.gate import PermissionGate
@@ -37,6 +42,8 @@ from kestrel.protocol.events import (
     ModelCompleted,
     ModelRequestStarted,
     ModelRetrying,
+    ModelRole,
+    ModelSwitched,
     ModelTextDelta,
     ModelToolCallDelta,
     PermissionMode,
@@ -83,6 +90,8 @@ class LoopConfig:
     """The model in use, when a resume chose another than the session started with."""
     max_verify_rounds: int = 3
     """Failed verifications in a row the model gets to fix before the session stops."""
+    role_models: Mapping[ModelRole, str] = field(default_factory=dict)
+    """The model each role asks first, for the log; a role missing here logs `model`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,21 +240,13 @@ class AgentLoop:
             self.emit(ran)
         return verdict
 
-    async def _model_step(self) -> ModelCompleted:
-        request_id = uuid.uuid4().hex[:12]
-        self.emit(
-            ModelRequestStarted(
-                request_id=request_id,
-                model=self.config.model or self.state.model,
-                turn=self.state.totals.turns + 1,
-            )
-        )
-        request = ModelRequest(
-            system=self.config.system_prompt,
-            messages=tuple(self.state.messages),
-            tools=self.tools.specs(),
-            max_output_tokens=self.config.max_output_tokens,
-        )
+    def _role(self) -> ModelRole:
+        mode = self.config.permission_mode or self.state.permission_mode
+        fixing = self.state.failed_verifications > 0
+        return role_for(Step(kind="turn", permission_mode=mode, fixing=fixing))
+
+    def _reporters(self, request_id: str, role: ModelRole) -> tuple[OnRetry, OnSwitch]:
+        """Callbacks that log the request's retries and its moves to another model."""
 
         def on_retry(attempt: int, delay_s: float, error: ProviderError) -> None:
             kind = type(error).__name__
@@ -259,7 +260,39 @@ class AgentLoop:
                 )
             )
 
-        async for part in self.streamer(request, on_retry):
+        def on_switch(from_model: str, to_model: str, error: ProviderError) -> None:
+            kind = type(error).__name__
+            self.emit(
+                ModelSwitched(
+                    request_id=request_id,
+                    role=role,
+                    from_model=from_model,
+                    to_model=to_model,
+                    error_kind=kind,
+                    message=str(error),
+                )
+            )
+
+        return on_retry, on_switch
+
+    async def _model_step(self) -> ModelCompleted:
+        request_id = uuid.uuid4().hex[:12]
+        role = self._role()
+        model = self.config.role_models.get(role) or self.config.model or self.state.model
+        self.emit(
+            ModelRequestStarted(
+                request_id=request_id, model=model, turn=self.state.totals.turns + 1, role=role
+            )
+        )
+        request = ModelRequest(
+            system=self.config.system_prompt,
+            messages=with_task_list(self.state.messages, self.state.todos),
+            tools=self.tools.specs(),
+            max_output_tokens=self.config.max_output_tokens,
+        )
+        on_retry, on_switch = self._reporters(request_id, role)
+        stream = self.streamer(request, role=role, on_retry=on_retry, on_switch=on_switch)
+        async for part in stream:
             if isinstance(part, TextDelta):
                 self.emit(ModelTextDelta(request_id=request_id, text=part.text))
             elif isinstance(part, ToolCallDelta):
@@ -286,7 +319,8 @@ class AgentLoop:
     def _after_tools(
         self, finished: list[tuple[ToolCall, str]], detector: LoopDetector
     ) -> tuple[FinishReason, str] | None:
-        """Loop detection over the calls just finished, then budget warnings."""
+        """Loop detection over the calls just finished, budget warnings, then a stop when
+        one of the calls proposed a plan (the person decides on it before anything else)."""
         stop: tuple[FinishReason, str] | None = None
         for call, content in finished:
             verdict = detector.observe(signature(call, content))
@@ -299,6 +333,8 @@ class AgentLoop:
                 if verdict.action == "stop":
                     stop = ("loop", verdict.detail)
         self._warn_budgets()
+        if stop is None and (plan := proposed_in(self.state, finished)) is not None:
+            stop = ("plan", f"plan {plan.plan_id} waits for the person's decision")
         return stop
 
     def _warn_budgets(self) -> None:

@@ -8,15 +8,25 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from kestrel.protocol.errors import ProviderError
-from kestrel.protocol.events import ChangedFile, ToolKind, VerificationFinished
+from kestrel.protocol.events import ChangedFile, ModelRole, ToolKind, VerificationFinished
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolCall
 from kestrel.sandbox.base import Executor
 
 OnRetry = Callable[[int, float, ProviderError], None]
 """Told of each retry: attempt number, delay before it in seconds, and the error."""
 
-ModelStreamer = Callable[[ModelRequest, OnRetry], AsyncIterator[StreamPart]]
-"""Streams one model reply, retrying transient failures and reporting each retry."""
+OnSwitch = Callable[[str, str, ProviderError], None]
+"""Told of each failover: the model that failed, the model tried next, and the error."""
+
+
+class ModelStreamer(Protocol):
+    """Streams one model reply from the models of a role, retrying and failing over."""
+
+    def __call__(
+        self, request: ModelRequest, *, role: ModelRole, on_retry: OnRetry, on_switch: OnSwitch
+    ) -> AsyncIterator[StreamPart]:
+        """Stream the reply; report each retry and each move to another model as it happens."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from kestrel.protocol.events import TodoItem
+from kestrel.protocol.messages import Message, ToolResultTurn, UserTurn
 
 MEMORY_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
 MAX_MEMORY_CHARS = 40_000
@@ -78,18 +81,58 @@ How to work:
 
 
 def build_system_prompt(*, cwd: Path, memory: Sequence[MemoryFile], today: str) -> str:
-    """The whole system prompt, stable across a session so providers can cache it."""
-    parts = [
-        _BASE,
-        "Environment:\n"
-        f"- Working directory: {cwd}\n"
-        f"- Repository root: {repository_root(cwd)}\n"
-        f"- Platform: {platform.system()} {platform.machine()}\n"
-        f"- Date: {today}\n",
-    ]
+    """The whole system prompt, stable across a session so providers can cache it.
+
+    The parts run from the most to the least stable: Kestrel's own instructions, the memory
+    files, then the environment (working directory and date), so that a prompt cache keyed on
+    the prefix keeps as much as possible when only the directory or the day differs.
+    """
+    parts = [_BASE]
     for item in memory:
         parts.append(
             f"Project instructions from {item.path} (follow them):\n<memory-file>\n"
             f"{item.text.strip()}\n</memory-file>\n"
         )
+    parts.append(
+        "Environment:\n"
+        f"- Working directory: {cwd}\n"
+        f"- Repository root: {repository_root(cwd)}\n"
+        f"- Platform: {platform.system()} {platform.machine()}\n"
+        f"- Date: {today}\n"
+    )
     return "\n".join(parts)
+
+
+TASK_LIST_OPEN = "<task-list>"
+TASK_LIST_CLOSE = "</task-list>"
+
+
+def task_list_block(items: Sequence[TodoItem]) -> str:
+    """The task list exactly as the model is shown it each step, delimited so that it can be
+    found and kept word for word (e.g. through a compaction); empty when there is no list."""
+    if not items:
+        return ""
+    lines = [
+        TASK_LIST_OPEN,
+        "The session's task list (keep it current with the todo tool):",
+        *(f"- [{item.status}] {item.id}: {item.text}" for item in items),
+        TASK_LIST_CLOSE,
+    ]
+    return "\n".join(lines)
+
+
+def with_task_list(messages: Sequence[Message], items: Sequence[TodoItem]) -> tuple[Message, ...]:
+    """The conversation for one request, with the task list after its latest message.
+
+    The list goes at the end, not in the system prompt, so the cacheable prefix stays stable;
+    it is not stored in the conversation, so each request shows only the current list.
+    """
+    block = task_list_block(items)
+    if not block:
+        return tuple(messages)
+    last = messages[-1] if messages else None
+    if isinstance(last, UserTurn):
+        return (*messages[:-1], replace(last, text=f"{last.text}\n\n{block}"))
+    if isinstance(last, ToolResultTurn):
+        return (*messages[:-1], replace(last, content=f"{last.content}\n\n{block}"))
+    return (*messages, UserTurn(text=block))

@@ -21,12 +21,16 @@ from kestrel.protocol.events import (
     ModelRequestStarted,
     PermissionDecided,
     PermissionMode,
+    PlanDecided,
+    PlanProposed,
     PromptBlocked,
     Record,
     Rewound,
     SessionFinished,
     SessionResumed,
     SessionStarted,
+    TodoItem,
+    TodoUpdated,
     ToolCallRequested,
     ToolFinished,
     ToolStarted,
@@ -85,6 +89,10 @@ class SessionState:
     """Paths changed since the last verification."""
     failed_verifications: int = 0
     """Verifications that failed in a row since the person last wrote."""
+    todos: tuple[TodoItem, ...] = ()
+    """The task list as last written (by the model's `todo` calls or an approved plan)."""
+    plan: PlanProposed | None = None
+    """The latest proposed plan while it waits for the person's decision."""
     segment_start: float | None = None
     wall_before_segment: float = 0.0
     last_at: float = 0.0
@@ -170,6 +178,14 @@ def apply(state: SessionState, record: Record) -> None:
                 state,
                 f"[kestrel] Budget warning: {event.budget} at {event.used:g} of {event.limit:g}.",
             )
+        case TodoUpdated():
+            state.todos = event.items
+        case PlanProposed():
+            state.plan = event
+        case PlanDecided():
+            state.plan = None
+            if event.decision == "approved" and event.permission_mode is not None:
+                state.permission_mode = event.permission_mode
         case SessionResumed():
             state.finished = None
         case SessionFinished():

@@ -192,6 +192,8 @@ class ToolRunner:
         duration_ms = (time.perf_counter() - started) * 1000
         content = self._screen(call, outcome.content)
         content = await self._after_hooks(call, outcome, content)
+        for event in outcome.events:
+            self._emit(event)
         self._emit(
             ToolFinished(
                 call_id=call.id,
@@ -277,6 +279,7 @@ class ToolRunner:
             bash_timeout_s=env.bash_timeout_s,
             max_output_chars=env.max_output_chars,
             read_hashes=self._read_hashes,
+            call_id=call_id,
         )
 
 

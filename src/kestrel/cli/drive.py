@@ -43,6 +43,7 @@ EXIT_CODES = {
     "cancelled": EXIT_CANCELLED,
     "hook": EXIT_ERROR,
     "unverified": EXIT_ERROR,
+    "plan": EXIT_DONE,
 }
 
 FollowUp = Callable[[], Awaitable[str | None]]
@@ -124,7 +125,7 @@ def print_result(
     elif headless and output_format == "text":
         if finished.final_text:
             print(finished.final_text)
-        if finished.reason != "done":
+        if finished.reason not in ("done", "plan"):  # A plan's hint is printed with it.
             detail = f": {finished.detail}" if finished.detail else ""
             print(
                 f"kestrel: session {session_id} stopped ({finished.reason}{detail}); "

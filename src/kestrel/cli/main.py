@@ -11,6 +11,7 @@ import typer
 from kestrel.cli import sessions
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat
 from kestrel.cli.index_cmd import index_command, map_command, search_command
+from kestrel.cli.plan_cmd import app as plan_app
 from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
 from kestrel.cli.sandbox_cmd import doctor_command, sandbox_app
 from kestrel.cli.session_runner import RunRequest, run_request
@@ -30,12 +31,14 @@ SUBCOMMANDS = (
     "index",
     "search",
     "map",
+    "plan",
 )
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
     "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
-    "kestrel index · kestrel search QUERY · kestrel map · kestrel demo.  Exit codes: "
+    "kestrel index · kestrel search QUERY · kestrel map · "
+    "kestrel plan show|approve|reject ID · kestrel demo.  Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
     "130 cancelled."
 )
@@ -130,6 +133,7 @@ run_app = typer.Typer(add_completion=False, rich_markup_mode=None)
 commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 commands_app.add_typer(sessions.app, name="sessions")
 commands_app.add_typer(sandbox_app, name="sandbox")
+commands_app.add_typer(plan_app, name="plan")
 commands_app.command("doctor")(doctor_command)
 commands_app.command("index")(index_command)
 commands_app.command("search")(search_command)
@@ -159,6 +163,14 @@ def run(
             "--continue", "-c", help="Continue the most recent session in this directory."
         ),
     ] = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Plan first: explore read-only and propose a plan to approve, edit or reject "
+            "before anything is changed (headless: decide with `kestrel plan approve|reject`).",
+        ),
+    ] = False,
 ) -> None:
     """Kestrel: give it a task; it finds the code, edits it, runs the tests, and shows the diff."""
     request = RunRequest(
@@ -175,6 +187,7 @@ def run(
         allow=tuple(allow or ()),
         deny=tuple(deny or ()),
         continue_latest=continue_,
+        plan=plan,
     )
     raise typer.Exit(run_request(request))
 

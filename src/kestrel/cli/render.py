@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from kestrel.cli.render_plan import plan_lines, todo_lines
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.events import (
     BudgetWarning,
@@ -25,13 +26,17 @@ from kestrel.protocol.events import (
     LoopDetected,
     ModelCompleted,
     ModelRetrying,
+    ModelSwitched,
     ModelTextDelta,
     PermissionDecided,
+    PlanDecided,
+    PlanProposed,
     PromptBlocked,
     Record,
     SessionFinished,
     SessionResumed,
     SessionStarted,
+    TodoUpdated,
     ToolCallRequested,
     ToolFinished,
     ToolOutputChunk,
@@ -157,6 +162,11 @@ class ConsoleFrontend(Frontend):
                     f"[yellow]  retrying in {event.delay_s:.1f} s "
                     f"({event.error_kind}: {escape(event.message)})[/yellow]"
                 )
+            case ModelSwitched():
+                self.console.print(
+                    f"[yellow]  {escape(event.from_model)} failed ({event.error_kind}); "
+                    f"the {event.role} role goes on with {escape(event.to_model)}[/yellow]"
+                )
             case BudgetWarning():
                 self.console.print(
                     f"[yellow]budget: {event.budget} at {event.used:g} of {event.limit:g}[/yellow]"
@@ -176,6 +186,12 @@ class ConsoleFrontend(Frontend):
                 style = "green" if event.ok else "yellow"
                 for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
                     self.console.print(Text(("✓ " if i == 0 else "  ") + line, style=style))
+            case TodoUpdated():
+                for line in todo_lines(event):
+                    self.console.print(Text(line, style="cyan"), soft_wrap=True)
+            case PlanProposed() | PlanDecided():
+                for line in plan_lines(event):
+                    self.console.print(Text(line, style="cyan"), soft_wrap=True)
             case ChangesReady() | ChangesApplied():
                 for line in handoff_lines(event, record.session_id):
                     self.console.print(escape(line), soft_wrap=True)
@@ -262,7 +278,8 @@ def pending_hint(session_id: str) -> str:
 def footer(finished: SessionFinished, session_id: str) -> str:
     """One line: why the session stopped and what it spent."""
     t: Totals = finished.totals
-    cached = f" ({_k(t.cache_read_tokens)} cached)" if t.cache_read_tokens else ""
+    share = t.cache_read_share
+    cached = f" ({_k(t.cache_read_tokens)} cached, {share:.0%} of input)" if share else ""
     detail = f": {finished.detail}" if finished.detail else ""
     return (
         f"── {finished.reason}{detail} · {t.turns} turns · {t.tool_calls} tool calls · "

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from kestrel import app, app_workspace
 from kestrel.agent.loop import AgentLoop
+from kestrel.agent.planning import PLAN_MODE_NOTE, PlanNotFound, mode_after_plan
 from kestrel.agent.ports import Approver, DenyingApprover
 from kestrel.agent.session import CheckpointNotFound, reconcile, rewind, start_session
 from kestrel.agent.state import replay
@@ -23,6 +24,7 @@ from kestrel.cli.drive import (
     EXIT_USAGE,
     AfterRun,
     ConsoleApprover,
+    FollowUp,
     OutputFormat,
     drive,
     make_frontend,
@@ -31,11 +33,18 @@ from kestrel.cli.drive import (
     read_line,
     report_error,
 )
+from kestrel.cli.plan_review import (
+    ConsolePlanReview,
+    PlanChoice,
+    decide_from_choice,
+    decision_hint,
+)
 from kestrel.cli.render import Frontend, handoff_lines, pending_hint
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import (
     ChangesApplied,
     ChangesReady,
+    ContextAdded,
     PermissionMode,
     Record,
     SessionFinished,
@@ -43,6 +52,7 @@ from kestrel.protocol.events import (
 )
 from kestrel.settings import Settings, load_settings
 from kestrel.store.base import EventStore
+from kestrel.tools.plan import plan_text
 from kestrel.workspace.overlay import View, layer_for
 
 
@@ -65,6 +75,10 @@ class RunRequest:
     continue_latest: bool = False
     resume_id: str | None = None
     rewind_to: str | None = None
+    plan: bool = False
+    """Start in plan mode: explore read-only and propose a plan before changing anything."""
+    plan_choice: PlanChoice | None = None
+    """The person's decision on the plan the session waits on, given on the command line."""
 
 
 def run_request(request: RunRequest) -> int:
@@ -72,7 +86,7 @@ def run_request(request: RunRequest) -> int:
     console = Console(stderr=request.headless, highlight=False)
     try:
         return _run(request, console)
-    except (ConfigError, SessionNotFound, CheckpointNotFound) as exc:
+    except (ConfigError, SessionNotFound, CheckpointNotFound, PlanNotFound) as exc:
         report_error(exc)
         return EXIT_USAGE
 
@@ -100,10 +114,12 @@ def _run(request: RunRequest, console: Console) -> int:
             task=task,
             cwd=cwd,
             model=settings.model,
-            permission_mode=settings.permission_mode,
+            permission_mode="plan" if request.plan else settings.permission_mode,
             limits=settings.limits.as_limits(),
             version=app.version(),
         )
+        if request.plan:
+            store.append(session_id, ContextAdded(source="plan mode", text=PLAN_MODE_NOTE))
         return _execute(
             store, session_id, settings, cwd, request, console, after_seq=0, message=None
         )
@@ -150,6 +166,11 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
     # Events after the finish (the change handed over) leave a finished session finished.
     done = finished is not None and finished.reason == "done"
     quiet = request.headless or not sys.stdin.isatty()
+    waiting = replay(records).plan is not None
+    if waiting and quiet and request.plan_choice is None and not request.task:
+        raise ConfigError(f"session {session_id}: {decision_hint(session_id)}")
+    if request.plan_choice is not None and not waiting:
+        raise PlanNotFound(f"session {session_id} has no plan waiting for a decision")
     if done and not request.task and quiet and request.rewind_to is None:
         if _change_left_over(settings, session_id, records):
             # Stopped after the run but before its change was handed over: finish that only.
@@ -222,7 +243,8 @@ def _execute(
     interactive = not request.headless and sys.stdin.isatty()
     frontend = make_frontend(request.headless, request.output_format, console)
     approver = _approver(interactive, console, frontend, store, session_id)
-    parts = app.LoopParts(approver=approver, permission_mode=request.permission_mode)
+    mode = "plan" if request.plan else request.permission_mode
+    parts = app.LoopParts(approver=approver, permission_mode=mode)
     view = app_workspace.open_workspace(settings, session_id, cwd)
     loop = app.build_loop(store, session_id, settings, view.root if view else cwd, parts)
     if view is not None:
@@ -247,7 +269,17 @@ def _execute(
         if message is None:
             return EXIT_DONE
         after_seq = loop.state.last_seq - 1  # Show the rewind itself, then what follows.
-    follow_up = (lambda: prompt_follow_up(console)) if interactive else None
+    after_plan = mode_after_plan(request.permission_mode, settings.permission_mode)
+    if request.plan_choice is not None:
+        choice = request.plan_choice
+        message = decide_from_choice(
+            loop, choice, settings.permission_mode, request.permission_mode
+        )
+    elif interactive and message is None and loop.state.plan is not None:
+        message = asyncio.run(ConsolePlanReview(loop, console, after_plan, True)())
+        if message is None:
+            return EXIT_DONE
+    follow_up = _follow_up(loop, console, after_plan) if interactive else None
     handoff = (
         _handoff(loop, settings, view, console, interactive, request.headless) if view else None
     )
@@ -262,7 +294,33 @@ def _execute(
             after=handoff,
         )
     )
+    if finished.reason == "plan" and loop.state.plan is not None:
+        _print_plan_hint(loop, request)
     return print_result(finished, session_id, request.output_format, request.headless)
+
+
+def _follow_up(loop: AgentLoop, console: Console, after_plan: PermissionMode) -> FollowUp:
+    """The next message at a terminal: the decision on a plan the run stopped for, else a
+    follow-up."""
+    review = ConsolePlanReview(loop, console, after_plan)
+
+    async def next_message() -> str | None:
+        finished = loop.state.finished
+        if finished is not None and finished.reason == "plan" and loop.state.plan is not None:
+            return await review()
+        return await prompt_follow_up(console)
+
+    return next_message
+
+
+def _print_plan_hint(loop: AgentLoop, request: RunRequest) -> None:
+    """Headless, a run that stopped for a plan prints it (text output) and how to decide."""
+    plan = loop.state.plan
+    assert plan is not None
+    if request.headless and request.output_format == "text":
+        print(f"Plan {plan.plan_id}:\n{plan_text(plan.summary, plan.steps)}")
+    if request.headless or not sys.stdin.isatty():
+        print(f"kestrel: {decision_hint(loop.session_id)}", file=sys.stderr)
 
 
 def _handoff(

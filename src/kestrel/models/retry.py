@@ -6,6 +6,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kestrel.models.base import Provider
 from kestrel.protocol.errors import ProviderError, RateLimited
@@ -16,6 +17,14 @@ Sleep = Callable[[float], Awaitable[None]]
 
 OnRetry = Callable[[int, float, ProviderError], None]
 """Told (failed attempt number from 1, delay in seconds, the error) before each wait."""
+
+
+class RetryDecider(Protocol):
+    """Decides whether, and after how long, a failed attempt is tried again."""
+
+    def delay_for(self, attempt: int, error: ProviderError, unit: float) -> float | None:
+        """The wait before the next attempt, or None when `error` should propagate now."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +57,7 @@ async def stream_with_retry(
     provider: Provider,
     request: ModelRequest,
     *,
-    policy: RetryPolicy | None = None,
+    policy: RetryDecider | None = None,
     sleep: Sleep = asyncio.sleep,
     on_retry: OnRetry | None = None,
 ) -> AsyncIterator[StreamPart]:
@@ -74,7 +83,7 @@ async def stream_with_retry(
             if on_retry is not None:
                 on_retry(attempt, delay, error)
         finally:
-            await _close(stream)
+            await close_stream(stream)
         await sleep(delay)
         attempt += 1
 
@@ -116,7 +125,8 @@ def _unit() -> float:
     return random.random()  # noqa: S311 -- jitter spreads retries; it is not a secret
 
 
-async def _close(stream: AsyncIterator[StreamPart]) -> None:
+async def close_stream(stream: AsyncIterator[StreamPart]) -> None:
+    """Close `stream` if it can be closed, releasing the HTTP response it may hold open."""
     # Async generators hold an HTTP response open until closed; plain iterators have no aclose.
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:

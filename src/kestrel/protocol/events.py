@@ -17,10 +17,12 @@ from kestrel.protocol.messages import AssistantTurn, JSONValue, StopReason, Tool
 SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
-FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook", "unverified"]
+FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook", "unverified", "plan"]
 BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
 ToolKind = Literal["read", "edit", "execute"]
 """Reads change nothing; edits write files in the workspace; executes run commands."""
+ModelRole = Literal["main", "plan", "fast", "edit"]
+"""What a model call is for; settings map each role to an ordered list of models."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +57,17 @@ class Totals:
             + self.cache_read_tokens
             + self.output_tokens
         )
+
+    @property
+    def total_input_tokens(self) -> int:
+        """Every input token, whether read from the prompt cache, written to it, or neither."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+    @property
+    def cache_read_share(self) -> float | None:
+        """The share of input tokens read from the prompt cache; None before any input."""
+        total = self.total_input_tokens
+        return self.cache_read_tokens / total if total else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +109,7 @@ class ModelRequestStarted:
     request_id: str
     model: str
     turn: int
+    role: ModelRole = "main"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +141,19 @@ class ModelRetrying:
     request_id: str
     attempt: int
     delay_s: float
+    error_kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSwitched:
+    """A model call failed over: the same request goes to the next model of its role."""
+
+    type: Literal["model_switched"] = "model_switched"
+    request_id: str
+    role: ModelRole
+    from_model: str
+    to_model: str
     error_kind: str
     message: str
 
@@ -393,6 +420,66 @@ class InjectionFlagged:
     """One line per finding: the kind of instruction and the offending text, trimmed."""
 
 
+TodoStatus = Literal["pending", "in_progress", "done"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TodoItem:
+    """One entry of the session's task list."""
+
+    id: str
+    text: str
+    status: TodoStatus = "pending"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TodoUpdated:
+    """The session's task list, whole, as the model or an approved plan last wrote it."""
+
+    type: Literal["todo_updated"] = "todo_updated"
+    items: tuple[TodoItem, ...] = ()
+    source: Literal["model", "plan"] = "model"
+    call_id: str | None = None
+    """The `todo` call that wrote the list; None when an approved plan did."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanStep:
+    """One step of a proposed plan: what to do, where, how to check it, and what comes first."""
+
+    id: str
+    title: str
+    files: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanProposed:
+    """The model proposed a plan; nothing is written until the person approves it."""
+
+    type: Literal["plan_proposed"] = "plan_proposed"
+    plan_id: str
+    summary: str = ""
+    steps: tuple[PlanStep, ...] = ()
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanDecided:
+    """The person approved (perhaps after editing) or rejected a proposed plan."""
+
+    type: Literal["plan_decided"] = "plan_decided"
+    plan_id: str
+    decision: Literal["approved", "rejected"]
+    steps: tuple[PlanStep, ...] = ()
+    """The steps approved, as edited; empty for a rejection."""
+    edited: bool = False
+    reason: str = ""
+    permission_mode: PermissionMode | None = None
+    """The mode the session continues in after an approval."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorOccurred:
     """Something failed; `recoverable` says whether the session goes on."""
@@ -422,6 +509,7 @@ Event = Annotated[
     | ModelTextDelta
     | ModelToolCallDelta
     | ModelRetrying
+    | ModelSwitched
     | ModelCompleted
     | ToolCallRequested
     | PermissionDecided
@@ -440,6 +528,9 @@ Event = Annotated[
     | ContextAdded
     | PromptBlocked
     | InjectionFlagged
+    | TodoUpdated
+    | PlanProposed
+    | PlanDecided
     | ErrorOccurred
     | SessionFinished,
     Field(discriminator="type"),
@@ -481,16 +572,24 @@ __all__ = [
     "ModelCompleted",
     "ModelRequestStarted",
     "ModelRetrying",
+    "ModelRole",
+    "ModelSwitched",
     "ModelTextDelta",
     "ModelToolCallDelta",
     "PermissionDecided",
     "PermissionMode",
+    "PlanDecided",
+    "PlanProposed",
+    "PlanStep",
     "PromptBlocked",
     "Record",
     "Rewound",
     "SessionFinished",
     "SessionResumed",
     "SessionStarted",
+    "TodoItem",
+    "TodoStatus",
+    "TodoUpdated",
     "ToolCallRequested",
     "ToolFinished",
     "ToolKind",

@@ -9,7 +9,7 @@ from typing import ClassVar, Protocol
 
 from pydantic import BaseModel
 
-from kestrel.protocol.events import ToolKind
+from kestrel.protocol.events import Event, ToolKind
 from kestrel.sandbox.base import Executor, OutputSink
 
 __all__ = ["PlannedWrite", "Tool", "ToolContext", "ToolFailed", "ToolKind", "ToolOutcome"]
@@ -51,6 +51,8 @@ class ToolContext:
     Edit tools refuse a file whose bytes changed since then. The dict is shared by every
     context the loop makes for one session, so it outlives a single call.
     """
+    call_id: str = ""
+    """The id of the call being run, for events the tool reports about it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +64,8 @@ class ToolOutcome:
     exit_code: int | None = None
     truncated: bool = False
     full_output_path: str | None = None
+    events: tuple[Event, ...] = ()
+    """What the call changed in the session (e.g. its task list), logged before its result."""
 
 
 class ToolFailed(Exception):
