@@ -14,8 +14,11 @@ from pathlib import Path
 OVERLAY_COMMANDS = frozenset({"resume", "rewind", "apply", "discard", "demo"})
 """Subcommands that open a session's overlay; a task (no subcommand) does too."""
 _OTHER_COMMANDS = frozenset(
-    {"checkpoints", "diff", "sessions", "doctor", "sandbox", "index", "search", "map"}
+    {"checkpoints", "diff", "sessions", "doctor", "sandbox", "index", "search", "map", "eval"}
 )
+"""Subcommands that never open an overlay here. `eval` starts each task's session as a process of
+its own, which takes this step itself if it needs to; the evaluation itself runs threads and only
+works on folders it owns."""
 
 
 def wants_overlay(args: list[str], env: dict[str, str] | os._Environ[str]) -> bool:

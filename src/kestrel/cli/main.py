@@ -10,6 +10,7 @@ import typer
 
 from kestrel.cli import sessions
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat
+from kestrel.cli.eval_cmd import app as eval_app
 from kestrel.cli.index_cmd import index_command, map_command, search_command
 from kestrel.cli.plan_cmd import app as plan_app
 from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
@@ -31,13 +32,14 @@ SUBCOMMANDS = (
     "index",
     "search",
     "map",
+    "eval",
     "plan",
 )
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
     "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
-    "kestrel index · kestrel search QUERY · kestrel map · "
+    "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
     "kestrel plan show|approve|reject ID · kestrel demo.  Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
     "130 cancelled."
@@ -133,6 +135,7 @@ run_app = typer.Typer(add_completion=False, rich_markup_mode=None)
 commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 commands_app.add_typer(sessions.app, name="sessions")
 commands_app.add_typer(sandbox_app, name="sandbox")
+commands_app.add_typer(eval_app, name="eval")
 commands_app.add_typer(plan_app, name="plan")
 commands_app.command("doctor")(doctor_command)
 commands_app.command("index")(index_command)

@@ -15,6 +15,7 @@ from rich.table import Table
 from kestrel import app as composition
 from kestrel.cli.drive import EXIT_USAGE, report_error
 from kestrel.cli.render import ConsoleFrontend
+from kestrel.evals.html_trajectory import render_trajectory
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import CheckpointCreated, Record, Rewound
@@ -101,11 +102,46 @@ def _records(session_id: str) -> list[Record]:
 
 
 @app.command("show")
-def show(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
-    """The session's transcript, as the interactive view showed it."""
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")],
+    html: Annotated[
+        bool, typer.Option("--html", help="Write the session as a self-contained HTML page.")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Where --html writes the page (default: the session's artifacts folder).",
+        ),
+    ] = None,
+) -> None:
+    """The session's transcript, as the interactive view showed it, or as an HTML page."""
+    if output is not None and not html:
+        raise _fail(ConfigError("--output goes with --html"))
+    records = _records(session_id)
+    if html:
+        print(_write_html(records, output))
+        return
     view = ConsoleFrontend(Console(highlight=False))
-    for record in _records(session_id):
+    for record in records:
         view.render(record)
+
+
+def _write_html(records: list[Record], output: Path | None) -> Path:
+    """Render the trajectory page and write it; print nothing, return where it went."""
+    session_id = records[0].session_id
+    if output is None:
+        settings = load_settings(Path.cwd(), env=os.environ, flags={}, home=Path.home())
+        output = composition.data_dir(settings) / "artifacts" / session_id / "trajectory.html"
+    elif output.is_dir():
+        output = output / f"{session_id}.html"
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(render_trajectory(records), encoding="utf-8")
+    except OSError as exc:
+        raise _fail(ConfigError(f"{output}: cannot write the page: {exc.strerror or exc}")) from exc
+    return output.resolve()
 
 
 @app.command("export")
