@@ -63,6 +63,11 @@ WHEN = {
     "call's `tool_finished`; the run then stops with reason `plan`.",
     "plan_decided": "When the person approves (perhaps after editing) or rejects the plan "
     "waiting for a decision, before the session continues.",
+    "subagent_started": "When a `task` call starts a subagent, in the parent's log, before the "
+    "child session's `session_started`.",
+    "subagent_finished": "When the subagent's session stops (or, on a resume, when a subagent "
+    "the earlier process left running is settled as interrupted), in the parent's log, before "
+    "the `task` call's `tool_finished`.",
     "error": "When something fails; the session may go on (`recoverable`) or finish.",
     "session_finished": "When the session stops, for any reason. Another may follow a "
     "`session_resumed`.",
@@ -77,6 +82,10 @@ MEANING: dict[str, dict[str, str]] = {
         "permission_mode": "How tool calls are approved at the start.",
         "limits": "The session's budgets.",
         "kestrel_version": "The Kestrel version that started the session.",
+        "parent_session_id": "For a subagent's session, the session whose `task` call started "
+        "it; null for a session a person started.",
+        "parent_call_id": "For a subagent's session, the id of that `task` call in the parent's "
+        "log; null otherwise.",
     },
     "session_resumed": {
         "from_seq": "The last seq the earlier process wrote.",
@@ -260,6 +269,25 @@ MEANING: dict[str, dict[str, str]] = {
         "reason": "Why the person rejected it; the model is told.",
         "permission_mode": "The mode the session continues in after an approval; null for a "
         "rejection (the session stays in plan mode).",
+    },
+    "subagent_started": {
+        "call_id": "The parent's `task` call that started the subagent.",
+        "child_session_id": "The subagent's own session in the same store; its "
+        "`session_started` names this session as its parent.",
+        "agent": "The subagent definition's name, such as `explore`.",
+        "description": "The short description the model gave the task.",
+        "model": "The model that answers first, as `provider:model-id`.",
+        "role": "The role whose models answer the subagent; null when its definition names a "
+        "model.",
+    },
+    "subagent_finished": {
+        "call_id": "The parent's `task` call.",
+        "child_session_id": "The subagent's session.",
+        "agent": "The subagent definition's name.",
+        "reason": "Why the subagent's session stopped, as in `session_finished`.",
+        "detail": "More about the reason, in words.",
+        "totals": "What the subagent spent; it is added to the parent's totals, so it counts "
+        "toward the parent's budgets.",
     },
     "error": {
         "error_kind": "The error's type, such as `AuthenticationFailed`.",

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from kestrel.agent.agent_defs import definition_dirs, load_definitions
 from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
-from kestrel.agent.prompt import build_system_prompt, find_memory_files, load_memory
+from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
+from kestrel.agent.subagents import SubagentRunner, context_note, task_tool
 from kestrel.context.engine import ContextEngine
 from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
@@ -246,15 +248,15 @@ def build_loop(
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
     executor = parts.executor or executor_for(settings, cwd)
     timeout = settings.verify.timeout_s
-    tools = ToolRegistry(
-        [
-            *default_tools(),
-            Verify(timeout_s=timeout),
-            *code_tools(CodeIndex(_open_index)),
-            Todo(),
-            ProposePlan(),
-        ]
-    )
+    own_tools = [
+        *default_tools(),
+        Verify(timeout_s=timeout),
+        *code_tools(CodeIndex(_open_index)),
+        Todo(),
+        ProposePlan(),
+    ]
+    subagents = subagent_runner(settings, cwd, memory, [t.name for t in own_tools])
+    tools = ToolRegistry([*own_tools, task_tool(subagents)])
     gate = policy_gate(settings, cwd, session_id, tools, executor)
     environment = ToolEnvironment(
         root=cwd,
@@ -290,7 +292,30 @@ def build_loop(
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(_BYPASS_NEEDS_SANDBOX)
+    subagents.attach(loop)
     return loop
+
+
+def subagent_runner(
+    settings: Settings, cwd: Path, memory: list[MemoryFile], tool_names: list[str]
+) -> SubagentRunner:
+    """The subagents of a session: built-ins, then the user's and the repository's definitions
+    (`agents/*.md` in the config directory, `.kestrel/agents/*.md`); a bad file is a
+    `ConfigError` naming it."""
+    dirs = definition_dirs(cwd.resolve(), _user_config_dir())
+    return SubagentRunner(
+        load_definitions(dirs, known_tools=tool_names),
+        context_note=context_note(cwd=str(cwd), memory=memory, today=dt.date.today().isoformat()),
+        model_streamer=lambda spec: streamer_for(
+            build_provider(spec, base_url=_same_provider_url(settings, spec), cwd=cwd)
+        ),
+        version=version(),
+    )
+
+
+def _same_provider_url(settings: Settings, spec: str) -> str | None:
+    """`base_url` reaches models of the main model's provider only, as in role lists."""
+    return settings.base_url if spec.partition(":")[0] == settings.provider else None
 
 
 def policy_gate(

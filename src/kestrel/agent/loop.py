@@ -92,6 +92,8 @@ class LoopConfig:
     """Failed verifications in a row the model gets to fix before the session stops."""
     role_models: Mapping[ModelRole, str] = field(default_factory=dict)
     """The model each role asks first, for the log; a role missing here logs `model`."""
+    role: ModelRole | None = None
+    """Answers every turn with this role's models instead of the routing rule's (a subagent's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +243,8 @@ class AgentLoop:
         return verdict
 
     def _role(self) -> ModelRole:
+        if self.config.role is not None:
+            return self.config.role
         mode = self.config.permission_mode or self.state.permission_mode
         fixing = self.state.failed_verifications > 0
         return role_for(Step(kind="turn", permission_mode=mode, fixing=fixing))

@@ -29,6 +29,7 @@ from kestrel.protocol.events import (
     SessionFinished,
     SessionResumed,
     SessionStarted,
+    SubagentFinished,
     TodoItem,
     TodoUpdated,
     ToolCallRequested,
@@ -186,6 +187,8 @@ def apply(state: SessionState, record: Record) -> None:
             state.plan = None
             if event.decision == "approved" and event.permission_mode is not None:
                 state.permission_mode = event.permission_mode
+        case SubagentFinished():
+            state.totals = with_subagent(state.totals, event.totals)
         case SessionResumed():
             state.finished = None
         case SessionFinished():
@@ -291,4 +294,20 @@ def _add_usage(totals: Totals, event: ModelCompleted) -> Totals:
         cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,
         cache_read_tokens=totals.cache_read_tokens + usage.cache_read_tokens,
         cost_usd=totals.cost_usd + usage.cost_usd,
+    )
+
+
+def with_subagent(totals: Totals, spent: Totals) -> Totals:
+    """The parent's totals with a subagent's spend added: its turns, tool calls, tokens and
+    cost count toward the parent's budgets. Its wall time does not: it ran inside the parent's.
+    """
+    return replace(
+        totals,
+        turns=totals.turns + spent.turns,
+        tool_calls=totals.tool_calls + spent.tool_calls,
+        input_tokens=totals.input_tokens + spent.input_tokens,
+        output_tokens=totals.output_tokens + spent.output_tokens,
+        cache_write_tokens=totals.cache_write_tokens + spent.cache_write_tokens,
+        cache_read_tokens=totals.cache_read_tokens + spent.cache_read_tokens,
+        cost_usd=totals.cost_usd + spent.cost_usd,
     )

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kestrel import app as composition
@@ -18,7 +19,14 @@ from kestrel.cli.render import ConsoleFrontend
 from kestrel.evals.html_trajectory import render_trajectory
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
-from kestrel.protocol.events import CheckpointCreated, Record, Rewound
+from kestrel.protocol.events import (
+    CheckpointCreated,
+    Record,
+    Rewound,
+    SessionStarted,
+    SubagentFinished,
+    SubagentStarted,
+)
 from kestrel.settings import load_settings
 from kestrel.store.base import EventStore
 
@@ -44,13 +52,16 @@ def _fail(exc: Exception) -> typer.Exit:
 def list_sessions(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most this many.")] = 50,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Also list subagents' sessions, marked.")
+    ] = False,
 ) -> None:
-    """Sessions, newest first."""
+    """Sessions, newest first (subagents' sessions only with --all)."""
     try:
         store = _store()
     except ConfigError as exc:
         raise _fail(exc) from exc
-    rows = list(store.sessions())[:limit]
+    rows = [r for r in store.sessions() if show_all or r.parent_session_id is None][:limit]
     store.close()
     if as_json:
         print(
@@ -65,6 +76,7 @@ def list_sessions(
                         "model": r.model,
                         "events": r.events,
                         "status": r.status,
+                        "parent_session_id": r.parent_session_id,
                     }
                     for r in rows
                 ],
@@ -81,10 +93,16 @@ def list_sessions(
             when,
             r.status,
             str(r.events),
-            r.task.splitlines()[0][:60] if r.task else "",
+            _task_cell(r.task, r.parent_session_id),
             r.cwd,
         )
     Console(highlight=False).print(table if rows else "no sessions yet")
+
+
+def _task_cell(task: str, parent: str | None) -> str:
+    """The task's first line; a subagent's is marked with the session that started it."""
+    first = task.splitlines()[0][:60] if task else ""
+    return escape(first if parent is None else f"subagent of {parent}: {first}")
 
 
 def _records(session_id: str) -> list[Record]:
@@ -123,9 +141,34 @@ def show(
     if html:
         print(_write_html(records, output))
         return
-    view = ConsoleFrontend(Console(highlight=False))
+    console = Console(highlight=False)
+    view = ConsoleFrontend(console)
     for record in records:
         view.render(record)
+    for line in subagent_lines(records):
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def subagent_lines(records: list[Record]) -> list[str]:
+    """The session's parent and its subagents' sessions, one line each; empty when none."""
+    lines: list[str] = []
+    first = records[0].event if records else None
+    if isinstance(first, SessionStarted) and first.parent_session_id is not None:
+        lines.append(
+            f"subagent session of {first.parent_session_id} (task call {first.parent_call_id})"
+        )
+    finished = {r.event.call_id: r.event for r in records if isinstance(r.event, SubagentFinished)}
+    started = [r.event for r in records if isinstance(r.event, SubagentStarted)]
+    if started:
+        lines.append(f"subagents ({len(started)}):")
+    for event in started:
+        end = finished.get(event.call_id)
+        status = "running or interrupted"
+        if end is not None:
+            t = end.totals
+            status = f"{end.reason}, {t.turns} turns, {t.tokens} tokens, ${t.cost_usd:.4f}"
+        lines.append(f"  {event.child_session_id}  {event.agent}: {event.description} ({status})")
+    return lines
 
 
 def _write_html(records: list[Record], output: Path | None) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import re
@@ -141,6 +142,12 @@ class HookRunner:
                 continue
             found.extend(hook for hook in entry.matcher.hooks if hook not in found)
         return tuple(found)
+
+    def restricted_to(self, events: Collection[HookEvent]) -> HookRunner:
+        """The same runner with only the hooks of `events` (e.g. a subagent's tool hooks)."""
+        narrowed = copy.copy(self)
+        narrowed._entries = {e: list(found) for e, found in self._entries.items() if e in events}
+        return narrowed
 
     async def run(
         self, event: HookEvent, payload: Mapping[str, Any], *, tool_names: Collection[str] = ()

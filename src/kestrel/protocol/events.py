@@ -82,6 +82,10 @@ class SessionStarted:
     permission_mode: PermissionMode = "default"
     limits: Limits = field(default_factory=Limits)
     kestrel_version: str = ""
+    parent_session_id: str | None = None
+    """For a subagent's session: the session whose `task` call started it; None otherwise."""
+    parent_call_id: str | None = None
+    """For a subagent's session: the id of that `task` call in the parent's log."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,6 +485,33 @@ class PlanDecided:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentStarted:
+    """A `task` call started a subagent: a child session in the same store, with its own log."""
+
+    type: Literal["subagent_started"] = "subagent_started"
+    call_id: str
+    child_session_id: str
+    agent: str
+    description: str = ""
+    model: str = ""
+    role: ModelRole | None = None
+    """The role whose models answer the subagent; None when its definition names a model."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentFinished:
+    """A subagent's session stopped; its spend counts toward the parent's totals and budgets."""
+
+    type: Literal["subagent_finished"] = "subagent_finished"
+    call_id: str
+    child_session_id: str
+    agent: str
+    reason: FinishReason
+    detail: str = ""
+    totals: Totals = field(default_factory=Totals)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorOccurred:
     """Something failed; `recoverable` says whether the session goes on."""
 
@@ -531,6 +562,8 @@ Event = Annotated[
     | TodoUpdated
     | PlanProposed
     | PlanDecided
+    | SubagentStarted
+    | SubagentFinished
     | ErrorOccurred
     | SessionFinished,
     Field(discriminator="type"),
@@ -587,6 +620,8 @@ __all__ = [
     "SessionFinished",
     "SessionResumed",
     "SessionStarted",
+    "SubagentFinished",
+    "SubagentStarted",
     "TodoItem",
     "TodoStatus",
     "TodoUpdated",

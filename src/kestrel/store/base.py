@@ -22,6 +22,8 @@ class SessionSummary:
     events: int
     status: str
     """`running` until a `session_finished` event, then its reason (`done`, `budget`, ...)."""
+    parent_session_id: str | None = None
+    """For a subagent's session, the session that started it; None for a person's session."""
 
 
 class EventStore(Protocol):

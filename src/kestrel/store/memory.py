@@ -102,4 +102,5 @@ def _new_summary(session_id: str, event: SessionStarted, at: float) -> SessionSu
         model=event.model,
         events=0,
         status=RUNNING,
+        parent_session_id=event.parent_session_id,
     )

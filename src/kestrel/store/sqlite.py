@@ -191,9 +191,13 @@ class SQLiteStore:
     def sessions(self) -> Sequence[SessionSummary]:
         """Every session, most recently created first."""
         with self._read_lock:
+            # The parent is read from the first event, so stores written before subagents
+            # existed need no migration.
             rows = self._reader.execute(
-                "SELECT id, created_at, updated_at, task, cwd, model, last_seq, status"
-                " FROM sessions ORDER BY created_at DESC, rowid DESC"
+                "SELECT s.id, s.created_at, s.updated_at, s.task, s.cwd, s.model, s.last_seq,"
+                " s.status, json_extract(e.json, '$.event.parent_session_id')"
+                " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
+                " ORDER BY s.created_at DESC, s.rowid DESC"
             ).fetchall()
         return [
             SessionSummary(
@@ -205,6 +209,7 @@ class SQLiteStore:
                 model=row[5],
                 events=row[6],
                 status=row[7],
+                parent_session_id=row[8],
             )
             for row in rows
         ]
