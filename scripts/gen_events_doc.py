@@ -49,6 +49,8 @@ WHEN = {
     "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
     "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
     "(`stop`).",
+    "loop_recovered": "Once per session, when failing results oscillate between two states: "
+    "after the files are restored, before the model is asked again.",
     "hook_ran": "After each configured hook command ran (or failed to), before what it decided "
     "takes effect.",
     "context_added": "When Kestrel adds text to the conversation on the person's behalf: a "
@@ -212,14 +214,25 @@ MEANING: dict[str, dict[str, str]] = {
         "problems": "When nothing was applied: each conflict or refused path as `path: reason`.",
     },
     "budget_warning": {
-        "budget": "Which budget.",
+        "budget": "Which budget; `cost_per_day` and `tokens_per_day` count every session since "
+        "local midnight.",
         "used": "How much is spent (turns, tokens, US dollars or seconds).",
         "limit": "The budget's limit, in the same unit.",
     },
     "loop_detected": {
-        "pattern": "`repeat`: the same call again and again; `alternate`: two calls in turn.",
+        "pattern": "`repeat`: the same call again and again; `alternate`: two calls in turn; "
+        "`oscillate`: failing results alternating between two states (after a recovery).",
         "action": "`warn`: the model is told; `stop`: the session finishes with reason `loop`.",
         "detail": "What repeats, in words.",
+    },
+    "loop_recovered": {
+        "pattern": "What was caught; `oscillate` for two failing states in turn.",
+        "detail": "What was detected, in words.",
+        "to_seq": "The `model_request_started` the conversation went back to; that turn is "
+        "asked again.",
+        "checkpoint_id": "The checkpoint the files were restored to, or null when they were left "
+        "as they were (no checkpoint recorded them).",
+        "note": "The text the model is given after the rewound conversation.",
     },
     "hook_ran": {
         "hook_event": "The hook event, such as `PreToolUse` or `Stop`.",
@@ -274,6 +287,10 @@ MEANING: dict[str, dict[str, str]] = {
         "detail": "More about the reason, in words.",
         "final_text": "The model's last text, when it finished on its own.",
         "totals": "What the session spent, over all its runs.",
+        "day_cost_usd": "With a daily budget set: every session's spend since local midnight, "
+        "in US dollars; otherwise null.",
+        "day_tokens": "With a daily budget set: every session's tokens since local midnight; "
+        "otherwise null.",
     },
     "TodoItem": {
         "id": "The item's id, unique in the list.",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from kestrel.agent.daily import DailyBudget, DailyLimits
 from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import build_system_prompt, find_memory_files, load_memory
@@ -268,6 +269,7 @@ def build_loop(
         max_output_tokens=settings.max_output_tokens,
         warn_after=settings.loop_detection.warn_after,
         stop_after=settings.loop_detection.stop_after,
+        oscillate_after=settings.loop_detection.oscillate_after,
         permission_mode=parts.permission_mode,
         model=settings.model,
         max_verify_rounds=settings.verify.max_rounds,
@@ -287,10 +289,20 @@ def build_loop(
         checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
         gate=gate,
         verifier=verifier,
+        daily=daily_budget(settings, store),
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(_BYPASS_NEEDS_SANDBOX)
     return loop
+
+
+def daily_budget(settings: Settings, store: EventStore) -> DailyBudget | None:
+    """The day's budgets from settings, read from the event store; None when none is set."""
+    limits = DailyLimits(
+        max_cost_usd=settings.limits.max_cost_usd_per_day,
+        max_tokens=settings.limits.max_tokens_per_day,
+    )
+    return DailyBudget(limits, store) if limits.any else None
 
 
 def policy_gate(

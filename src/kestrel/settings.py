@@ -23,6 +23,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Discriminator,
+    Field,
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
@@ -69,12 +70,16 @@ class _Table(BaseModel):
 
 
 class LimitSettings(_Table):
-    """Budgets for one session; `None` means unlimited."""
+    """Budgets for one session, and for all sessions of a day; `None` means unlimited."""
 
     max_turns: Annotated[PositiveInt | None, _NoneWord] = 100
     max_tokens: Annotated[PositiveInt | None, _NoneWord] = None
     max_cost_usd: Annotated[PositiveFloat | None, _NoneWord] = None
     max_wall_s: Annotated[PositiveFloat | None, _NoneWord] = None
+    max_cost_usd_per_day: Annotated[PositiveFloat | None, _NoneWord] = None
+    """US dollars all sessions together may spend per local day (from midnight)."""
+    max_tokens_per_day: Annotated[PositiveInt | None, _NoneWord] = None
+    """Tokens all sessions together may use per local day (from midnight)."""
 
     def as_limits(self) -> Limits:
         """The same budgets as the protocol's `Limits`, as recorded in `session_started`."""
@@ -108,6 +113,9 @@ class LoopDetectionSettings(_Table):
 
     warn_after: PositiveInt = 3
     stop_after: PositiveInt = 5
+    oscillate_after: Annotated[int, Field(ge=3)] = 4
+    """Failing results alternating between two states (X, Y, X, Y) before the session goes
+    back to before the loop, once, and asks for another approach; the next such loop stops it."""
 
     @model_validator(mode="after")
     def _stop_not_before_warn(self, info: ValidationInfo) -> LoopDetectionSettings:
@@ -395,6 +403,8 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "max_tokens": ("limits", "max_tokens"),
     "max_cost_usd": ("limits", "max_cost_usd"),
     "max_wall_s": ("limits", "max_wall_s"),
+    "max_cost_usd_per_day": ("limits", "max_cost_usd_per_day"),
+    "max_tokens_per_day": ("limits", "max_tokens_per_day"),
     "bash_timeout_s": ("tools", "bash_timeout_s"),
     "max_output_chars": ("tools", "max_output_chars"),
     "loop_warn_after": ("loop_detection", "warn_after"),

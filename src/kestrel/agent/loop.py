@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budgets
+from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
 from kestrel.agent.planning import proposed_in
 from kestrel.agent.ports import (
@@ -26,6 +27,7 @@ from kestrel.agent.ports import (
     Verifier,
 )
 from kestrel.agent.prompt import with_task_list
+from kestrel.agent.recovery import LoopRecovery
 from kestrel.agent.routing import Step, role_for
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
@@ -92,6 +94,8 @@ class LoopConfig:
     """Failed verifications in a row the model gets to fix before the session stops."""
     role_models: Mapping[ModelRole, str] = field(default_factory=dict)
     """The model each role asks first, for the log; a role missing here logs `model`."""
+    oscillate_after: int = 4
+    """Failing results alternating between two states before the loop is undone (once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +122,8 @@ class AgentLoop:
     """Checks the change when the model is done; None: no automatic verification."""
     gate: PermissionGate = field(default_factory=PermissionGate)
     """Permission rules, hooks and the classifier; by default only the mode decides."""
+    daily: DailyBudget | None = None
+    """Budgets over every session of the day; None: no daily budget."""
     state: SessionState = field(init=False)
     read_hashes: dict[str, str] = field(init=False, default_factory=dict)
     """What each file held when the model last read it, for refusing edits of stale reads."""
@@ -154,6 +160,9 @@ class AgentLoop:
 
     async def _run(self) -> SessionFinished:
         detector = self._watch_for_loops()
+        recovery = LoopRecovery(
+            self.state, self.emit, self.checkpointer, self.config.oscillate_after
+        )
         mode = self.config.permission_mode or self.state.permission_mode
         runner = ToolRunner(
             self.emit,
@@ -175,8 +184,13 @@ class AgentLoop:
                     finished = await runner.run_calls(list(self.state.pending))
                     if (stop := self._after_tools(finished, detector)) is not None:
                         return self._finish(*stop)
+                    recovered = self.state.marks.recoveries
+                    if (stop := await recovery.check(finished)) is not None:
+                        return self._finish(*stop)
+                    if self.state.marks.recoveries != recovered:
+                        detector = self._watch_for_loops()  # The loop's calls are undone.
                     continue
-                if (spent := budgets.exceeded(self._limits, self._live_totals())) is not None:
+                if (spent := self._exceeded()) is not None:
                     return self._finish("budget", spent.detail)
                 completion = await self._model_step()
                 self._warn_budgets()
@@ -332,14 +346,25 @@ class AgentLoop:
                 )
                 if verdict.action == "stop":
                     stop = ("loop", verdict.detail)
-        self._warn_budgets()
+        self._warn_budgets(daily=False)  # The day's spend moves with model calls.
         if stop is None and (plan := proposed_in(self.state, finished)) is not None:
             stop = ("plan", f"plan {plan.plan_id} waits for the person's decision")
         return stop
 
-    def _warn_budgets(self) -> None:
+    def _exceeded(self) -> budgets.BudgetExceeded | None:
+        """The session's budgets, then the day's (as the log has it now, other sessions too)."""
+        spent = budgets.exceeded(self._limits, self._live_totals())
+        if spent is None and self.daily is not None:
+            spent = self.daily.exceeded(self.daily.spent())
+        return spent
+
+    def _warn_budgets(self, *, daily: bool = True) -> None:
         totals = self._live_totals()
-        for warning in budgets.warnings(self._limits, totals, self.state.warned_budgets):
+        warned = self.state.warned_budgets
+        found = budgets.warnings(self._limits, totals, warned)
+        if daily and self.daily is not None:
+            found += self.daily.warnings(self.daily.spent(), warned)
+        for warning in found:
             self.emit(warning)
 
     @property
@@ -368,8 +393,14 @@ class AgentLoop:
         return _Verified(None)
 
     def _finish(self, reason: FinishReason, detail: str, final_text: str = "") -> SessionFinished:
+        day = self.daily.spent() if self.daily is not None else None
         finished = SessionFinished(
-            reason=reason, detail=detail, final_text=final_text, totals=self._live_totals()
+            reason=reason,
+            detail=detail,
+            final_text=final_text,
+            totals=self._live_totals(),
+            day_cost_usd=day.cost_usd if day is not None else None,
+            day_tokens=day.tokens if day is not None else None,
         )
         self.emit(finished)
         return finished

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from kestrel.agent.turn_marks import TurnMarks
 from kestrel.protocol.events import (
     BudgetWarning,
     CheckpointCreated,
@@ -17,6 +18,7 @@ from kestrel.protocol.events import (
     InjectionFlagged,
     Limits,
     LoopDetected,
+    LoopRecovered,
     ModelCompleted,
     ModelRequestStarted,
     PermissionDecided,
@@ -93,6 +95,8 @@ class SessionState:
     """The task list as last written (by the model's `todo` calls or an approved plan)."""
     plan: PlanProposed | None = None
     """The latest proposed plan while it waits for the person's decision."""
+    marks: TurnMarks = field(default_factory=TurnMarks)
+    """Recent requests' conversations, for going back to before a loop."""
     segment_start: float | None = None
     wall_before_segment: float = 0.0
     last_at: float = 0.0
@@ -116,6 +120,7 @@ def apply(state: SessionState, record: Record) -> None:
     event = record.event
     state.last_seq = record.seq
     _track_wall_time(state, record)
+    state.marks.observe(record, state.messages, state.calls, state.results)
     match event:
         case SessionStarted():
             state.session_id = event.session_id
@@ -152,6 +157,8 @@ def apply(state: SessionState, record: Record) -> None:
             )
         case Rewound():
             _rewind(state, event)
+        case LoopRecovered():
+            _recover(state, event)
         case ModelCompleted():
             _flush_pending(state, force=True)
             state.messages.append(event.message)
@@ -196,12 +203,7 @@ def apply(state: SessionState, record: Record) -> None:
 def _rewind(state: SessionState, event: Rewound) -> None:
     """Go back to the conversation of a checkpoint; calls it had not run yet are answered."""
     mark = state.checkpoints[event.checkpoint_id]
-    # Calls after the mark never happened for the conversation; a model may even reuse their ids.
-    state.calls = {k: v for k, v in state.calls.items() if k in mark.calls}
-    state.results = {k: v for k, v in state.results.items() if k in mark.finished}
-    state.decisions = {k: v for k, v in state.decisions.items() if k in mark.finished}
-    state.writes = {k: v for k, v in state.writes.items() if k in mark.finished}
-    state.started &= mark.finished
+    _forget_after(state, mark.calls, mark.finished)
     state.messages = list(mark.messages)
     state.messages.extend(
         ToolResultTurn(
@@ -218,6 +220,28 @@ def _rewind(state: SessionState, event: Rewound) -> None:
         f"[kestrel] The person rewound the files to checkpoint {event.checkpoint_id[:12]}: "
         "every change after this point was undone.",
     )
+
+
+def _forget_after(state: SessionState, calls: frozenset[str], finished: frozenset[str]) -> None:
+    """Forget the calls made after a point: for the conversation they never happened."""
+    # A model may even reuse their ids.
+    state.calls = {k: v for k, v in state.calls.items() if k in calls}
+    state.results = {k: v for k, v in state.results.items() if k in finished}
+    state.decisions = {k: v for k, v in state.decisions.items() if k in finished}
+    state.writes = {k: v for k, v in state.writes.items() if k in finished}
+    state.started &= finished
+
+
+def _recover(state: SessionState, event: LoopRecovered) -> None:
+    """Go back to the conversation a request was sent before a loop began, and add the note."""
+    mark = state.marks.before[event.to_seq]
+    _forget_after(state, mark.calls, mark.finished)
+    state.messages = list(mark.messages)
+    state.pending, state.notes, state.finished = [], [], None
+    state.marks.recoveries += 1
+    if event.checkpoint_id is not None:
+        state.marks.files = event.checkpoint_id
+    _add_context(state, event.note)
 
 
 def wall_seconds(state: SessionState, now: float) -> float:

@@ -65,6 +65,7 @@ def list_sessions(
                         "model": r.model,
                         "events": r.events,
                         "status": r.status,
+                        "cost_usd": r.cost_usd,
                     }
                     for r in rows
                 ],
@@ -73,7 +74,7 @@ def list_sessions(
             )
         )
         return
-    table = Table("id", "updated", "status", "events", "task", "cwd", box=None)
+    table = Table("id", "updated", "status", "events", "cost", "task", "cwd", box=None)
     for r in rows:
         when = dt.datetime.fromtimestamp(r.updated_at).strftime("%Y-%m-%d %H:%M")
         table.add_row(
@@ -81,6 +82,7 @@ def list_sessions(
             when,
             r.status,
             str(r.events),
+            f"${r.cost_usd:.4f}",
             r.task.splitlines()[0][:60] if r.task else "",
             r.cwd,
         )

@@ -18,7 +18,11 @@ SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
 FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook", "unverified", "plan"]
-BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
+BudgetKind = Literal["turns", "tokens", "cost", "wall_time", "cost_per_day", "tokens_per_day"]
+"""The `_per_day` budgets count every session's spend since local midnight."""
+LoopPattern = Literal["repeat", "alternate", "oscillate"]
+"""`repeat`: one call and result again and again; `alternate`: two calls taking turns;
+`oscillate`: failing results alternating between two states, whatever calls lie between."""
 ToolKind = Literal["read", "edit", "execute"]
 """Reads change nothing; edits write files in the workspace; executes run commands."""
 ModelRole = Literal["main", "plan", "fast", "edit"]
@@ -368,9 +372,30 @@ class LoopDetected:
     """The model repeats itself; the first time it is warned, then the session stops."""
 
     type: Literal["loop_detected"] = "loop_detected"
-    pattern: Literal["repeat", "alternate"]
+    pattern: LoopPattern
     action: Literal["warn", "stop"]
     detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopRecovered:
+    """A loop was caught and broken once: the conversation went back to before it began.
+
+    The files went back too where a checkpoint recorded them. The turns after `to_seq` stay in
+    the log but no longer count for the conversation; what they spent still counts for the
+    budgets. If the loop comes back, the session stops with reason `loop`.
+    """
+
+    type: Literal["loop_recovered"] = "loop_recovered"
+    pattern: LoopPattern
+    detail: str
+    """What was detected, in a sentence for the person."""
+    to_seq: int
+    """The `model_request_started` event the conversation went back to (that turn is redone)."""
+    checkpoint_id: str | None = None
+    """The checkpoint the files were restored to; None when the files were left as they were."""
+    note: str
+    """What the model is told, after the rewound conversation, asking for another approach."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -499,6 +524,10 @@ class SessionFinished:
     detail: str = ""
     final_text: str = ""
     totals: Totals = field(default_factory=Totals)
+    day_cost_usd: float | None = None
+    """Every session's spend since local midnight, in US dollars; None without a daily budget."""
+    day_tokens: int | None = None
+    """Every session's tokens since local midnight; None without a daily budget."""
 
 
 Event = Annotated[
@@ -524,6 +553,7 @@ Event = Annotated[
     | ChangesApplied
     | BudgetWarning
     | LoopDetected
+    | LoopRecovered
     | HookRan
     | ContextAdded
     | PromptBlocked
@@ -569,6 +599,8 @@ __all__ = [
     "JSONValue",
     "Limits",
     "LoopDetected",
+    "LoopPattern",
+    "LoopRecovered",
     "ModelCompleted",
     "ModelRequestStarted",
     "ModelRetrying",

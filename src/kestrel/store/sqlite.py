@@ -29,7 +29,7 @@ from kestrel.store._common import (
     follow,
     status_after,
 )
-from kestrel.store.base import SessionSummary
+from kestrel.store.base import SessionSummary, Spend
 
 STORE_SCHEMA_VERSION = 1
 """The layout of the database, kept in `PRAGMA user_version`; not the event schema version."""
@@ -54,6 +54,34 @@ _SCHEMA = (
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS sessions_by_created ON sessions (created_at)",
+)
+
+_SPEND_INDEXES = (
+    # Partial indexes over model calls only: the day's spend and each session's cost read a few
+    # rows instead of the whole log. Older stores get them on open; older Kestrels ignore them.
+    "CREATE INDEX IF NOT EXISTS events_spend_by_time ON events (at) WHERE type = 'model_completed'",
+    "CREATE INDEX IF NOT EXISTS events_spend_by_session ON events (session_id)"
+    " WHERE type = 'model_completed'",
+)
+
+_USAGE = "json_extract(json, '$.event.usage.{}')"
+_COST = f"COALESCE(SUM({_USAGE.format('cost_usd')}), 0.0)"
+_TOKENS = "COALESCE(SUM({}), 0)".format(
+    " + ".join(
+        _USAGE.format(name)
+        for name in ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
+    )
+)
+# Built from the constants above only; the one value, the time, is a bound parameter.
+_SPENT_SINCE = (
+    f"SELECT {_COST}, {_TOKENS}, COUNT(*) FROM events"  # noqa: S608
+    " WHERE type = 'model_completed' AND at >= ?"
+)
+_SESSIONS_WITH_COST = (
+    "SELECT id, created_at, updated_at, task, cwd, model, last_seq, status,"  # noqa: S608
+    f" (SELECT {_COST} FROM events INDEXED BY events_spend_by_session"
+    "  WHERE session_id = sessions.id AND type = 'model_completed')"
+    " FROM sessions ORDER BY created_at DESC, rowid DESC"
 )
 
 
@@ -128,6 +156,8 @@ class SQLiteStore:
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
+            for statement in _SPEND_INDEXES:
+                conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -191,10 +221,7 @@ class SQLiteStore:
     def sessions(self) -> Sequence[SessionSummary]:
         """Every session, most recently created first."""
         with self._read_lock:
-            rows = self._reader.execute(
-                "SELECT id, created_at, updated_at, task, cwd, model, last_seq, status"
-                " FROM sessions ORDER BY created_at DESC, rowid DESC"
-            ).fetchall()
+            rows = self._reader.execute(_SESSIONS_WITH_COST).fetchall()
         return [
             SessionSummary(
                 session_id=row[0],
@@ -205,9 +232,19 @@ class SQLiteStore:
                 model=row[5],
                 events=row[6],
                 status=row[7],
+                cost_usd=float(row[8]),
             )
             for row in rows
         ]
+
+    def spent_since(self, since: float) -> Spend:
+        """What every session's model calls recorded at or after `since` cost, in one query."""
+        with self._read_lock:
+            row = self._reader.execute(
+                _SPENT_SINCE,
+                (since,),
+            ).fetchone()
+        return Spend(cost_usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
 
     def resolve(self, id_or_prefix: str) -> str:
         """The one session id equal to, or else starting with, the argument."""
