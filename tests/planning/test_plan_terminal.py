@@ -120,3 +120,49 @@ def test_reject_then_edit_and_approve_at_the_terminal(env: Env) -> None:
     files = env.files()
     assert files["calc.py"] == BUGGY.replace("a - b", "a + b")
     assert files["CHANGES.md"] == "fixed\n" and "NOTES.md" not in files
+
+
+def test_plan_switch_at_the_follow_up_prompt(env: Env) -> None:
+    """`/plan MESSAGE` at the prompt puts the session in plan mode for that message."""
+    plan = [{"id": "fix", "title": "Make add() add", "files": ["calc.py"]}]
+    propose = {"name": "propose_plan", "arguments": {"summary": "Fix add.", "steps": plan}}
+    early = {"name": "write_file", "arguments": {"path": "calc.py", "content": "x = 1\n"}}
+    fix = {
+        "name": "edit_file",
+        "arguments": {"path": "calc.py", "old_str": "return a - b", "new_str": "return a + b"},
+    }
+    env.script.write_text(
+        json.dumps(
+            [
+                {"text": "Looked around."},
+                {"tool_calls": [early]},  # refused: the session is in plan mode now
+                {"tool_calls": [propose]},
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+                {"tool_calls": [fix]},
+                {"text": "Fixed as planned."},
+            ]
+        )
+    )
+    term = PlanTerminal(
+        env,
+        "--permission-mode",
+        "accept-edits",
+        "look at calc.py",
+        "--model",
+        f"scripted:{env.script}",
+        extra_env={},
+    )
+    term.expect("Looked around.")
+    term.expect("> ")
+    term.type("/what")
+    term.expect("Commands: /plan")
+    term.type("/plan fix the tests")
+    term.expect("Plan mode:")
+    term.expect("1. [fix] Make add() add")
+    term.expect("[a]pprove / [e]dit")
+    term.type("a")
+    term.expect("Fixed as planned.")
+    term.expect("── done")
+    term.type("")
+    assert term.close() == 0
+    assert env.files()["calc.py"] == BUGGY.replace("a - b", "a + b")
