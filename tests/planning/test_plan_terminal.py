@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import select
-import subprocess
 import sys
-import time
 
-from cli_kit import BUGGY, KESTREL, Env
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from cli_kit import BUGGY, Env, Terminal
 
 # The "editor" renames the second step's file, as a person would in their editor.
 EDITOR = """
@@ -25,46 +18,13 @@ open(path, "w").write(json.dumps(plan))
 """
 
 
-class PlanTerminal:
-    """kestrel on a pseudo-terminal: read what it prints, type answers."""
-
-    def __init__(self, env: Env, *args: str, extra_env: dict[str, str]) -> None:
-        self.master, slave = os.openpty()
-        self.proc = subprocess.Popen(
-            [*KESTREL, *args],
-            env={**env.vars, "COLUMNS": "200", **extra_env},
-            cwd=env.project,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.seen = ""
-
-    def expect(self, text: str, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.seen:
-            left = deadline - time.monotonic()
-            assert left > 0, f"never saw {text!r}; screen so far:\n{self.seen}"
-            ready, _, _ = select.select([self.master], [], [], left)
-            if ready:
-                try:
-                    chunk = os.read(self.master, 65536).decode(errors="replace")
-                except OSError:
-                    chunk = ""
-                assert chunk or text in self.seen, f"exited before {text!r}:\n{self.seen}"
-                self.seen += ANSI.sub("", chunk).replace("\r", "")
+class PlanTerminal(Terminal):
+    """kestrel on a pseudo-terminal, where each answer starts a fresh screen to look at."""
 
     def type(self, line: str) -> None:
         """Answer; later expectations look only at what is printed from now on."""
         self.seen = ""
-        os.write(self.master, (line + "\n").encode())
-
-    def close(self) -> int:
-        code = self.proc.wait(timeout=60)
-        os.close(self.master)
-        return code
+        super().type(line)
 
 
 def test_reject_then_edit_and_approve_at_the_terminal(env: Env) -> None:
