@@ -55,6 +55,9 @@ WHEN = {
     "takes effect.",
     "context_added": "When Kestrel adds text to the conversation on the person's behalf: a "
     "`SessionStart` or `UserPromptSubmit` hook's context, or a `Stop` hook's reason to go on.",
+    "context_compacted": "Before a model request that would fill the context window past "
+    "`compaction.compact_at`, after the `PreCompact` hooks ran and the fast role summarised the "
+    "older turns.",
     "prompt_blocked": "When a `UserPromptSubmit` hook refuses the person's latest message; the "
     "message is taken out of the conversation and the run ends with reason `hook`.",
     "injection_flagged": "Before the `tool_finished` of a call whose result holds text that reads "
@@ -247,6 +250,27 @@ MEANING: dict[str, dict[str, str]] = {
     "context_added": {
         "source": "Where the text came from, such as `SessionStart hook`.",
         "text": "The text the model sees.",
+    },
+    "context_compacted": {
+        "message": "The user turn that now stands for the dropped turns: the goal and the "
+        "person's latest request verbatim, the fast model's summary, the files edited and the "
+        "calls that failed.",
+        "kept": "How many of the newest messages stay as they were, after `message`.",
+        "dropped": "How many messages `message` replaced.",
+        "transcript": "The dropped turns as text (each tool output cut at 6,000 characters), "
+        "for the person to see what was folded; the log holds them whole.",
+        "moved": "Large tool outputs in the kept turns replaced by a reference to a file.",
+        "tokens_before": "Estimated input tokens of the request before compaction.",
+        "tokens_after": "Estimated input tokens after it.",
+        "window_tokens": "The context window it was fitted to.",
+        "trigger": "`auto` (the window filled up) or `manual` (the person asked).",
+        "usage": "What the summarising call spent; counted in the session's totals, not as a "
+        "turn.",
+    },
+    "MovedOutput": {
+        "call_id": "The call whose output moved.",
+        "path": "The file holding the whole output; `read_file` can read it.",
+        "content": "What the conversation holds instead: the reference and the output's start.",
     },
     "prompt_blocked": {"reason": "Why the hook refused the message."},
     "injection_flagged": {

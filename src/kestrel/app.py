@@ -10,6 +10,7 @@ import os
 import subprocess
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from kestrel.policy.hooks import HookCommand, HookMatcher, HookRunner
 from kestrel.policy.rules import RuleSet
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ChangedFile, ModelRole, PermissionMode
-from kestrel.protocol.messages import ModelRequest, StreamPart
+from kestrel.protocol.messages import ModelRequest, StreamPart, ToolResultTurn
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
@@ -274,6 +275,10 @@ def build_loop(
         model=settings.model,
         max_verify_rounds=settings.verify.max_rounds,
         role_models={} if parts.provider else router.first_models(),
+        context_window=settings.compaction.window_tokens if settings.compaction.enabled else None,
+        compact_at=settings.compaction.compact_at,
+        keep_share=settings.compaction.keep_share,
+        move_outputs_over=settings.compaction.move_outputs_over,
     )
     # Checks run the project's own programs: automatically only where the sandbox holds them.
     verify = settings.verify.enabled and gate.sandboxed
@@ -290,6 +295,7 @@ def build_loop(
         gate=gate,
         verifier=verifier,
         daily=daily_budget(settings, store),
+        output_store=partial(store_output, environment.artifacts_dir),
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(_BYPASS_NEEDS_SANDBOX)
@@ -303,6 +309,20 @@ def daily_budget(settings: Settings, store: EventStore) -> DailyBudget | None:
         max_tokens=settings.limits.max_tokens_per_day,
     )
     return DailyBudget(limits, store) if limits.any else None
+
+
+def store_output(artifacts_dir: Path, result: ToolResultTurn) -> str:
+    """Write a tool output that compaction moves out of the conversation; its path, which
+    `read_file` may read."""
+    folder = artifacts_dir / "outputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_safe_name(result.call_id)}.txt"
+    path.write_text(result.content, encoding="utf-8", errors="replace")
+    return str(path)
+
+
+def _safe_name(call_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)[:80] or "output"
 
 
 def policy_gate(

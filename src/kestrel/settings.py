@@ -108,6 +108,20 @@ class VerifySettings(_Table):
     """Longest one check (a linter, a test run) may take."""
 
 
+class CompactionSettings(_Table):
+    """Folding older turns into a summary before the conversation overflows the context window."""
+
+    enabled: bool = True
+    window_tokens: PositiveInt = 200_000
+    """The main model's context window in tokens (set it for models with a smaller one)."""
+    compact_at: Annotated[float, Field(gt=0, le=1)] = 0.8
+    """Compact when a request would fill this share of the window (less the output's room)."""
+    keep_share: Annotated[float, Field(gt=0, lt=1)] = 0.3
+    """The share of the window the newest turns keep word for word."""
+    move_outputs_over: PositiveInt = 10_000
+    """Tool outputs longer than this many characters in kept turns are moved to files."""
+
+
 class LoopDetectionSettings(_Table):
     """After how many repeats the model is warned, and after how many the session stops."""
 
@@ -289,6 +303,7 @@ class Settings(_Table):
     tools: ToolSettings = ToolSettings()
     loop_detection: LoopDetectionSettings = LoopDetectionSettings()
     verify: VerifySettings = VerifySettings()
+    compaction: CompactionSettings = CompactionSettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
     max_output_tokens: PositiveInt = 8192
     sandbox: Literal["none", "bwrap"] = "bwrap"

@@ -14,6 +14,7 @@ from kestrel.protocol.events import (
     BudgetWarning,
     CheckpointCreated,
     ContextAdded,
+    ContextCompacted,
     FileChanged,
     InjectionFlagged,
     Limits,
@@ -40,7 +41,7 @@ from kestrel.protocol.events import (
     UserMessage,
     VerificationFinished,
 )
-from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, UserTurn
+from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, Usage, UserTurn
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +160,13 @@ def apply(state: SessionState, record: Record) -> None:
             _rewind(state, event)
         case LoopRecovered():
             _recover(state, event)
+        case ContextCompacted():
+            _compact(state, event)
         case ModelCompleted():
             _flush_pending(state, force=True)
             state.messages.append(event.message)
             state.pending = list(event.message.tool_calls)
-            state.totals = _add_usage(state.totals, event)
+            state.totals = _add_usage(state.totals, event.usage)
         case ToolCallRequested():
             state.calls[event.call.id] = event.call
             state.totals = replace(state.totals, tool_calls=state.totals.tool_calls + 1)
@@ -305,11 +308,25 @@ def _add_context(state: SessionState, text: str) -> None:
         state.messages.append(UserTurn(text=text))
 
 
-def _add_usage(totals: Totals, event: ModelCompleted) -> Totals:
-    usage = event.usage
+def _compact(state: SessionState, event: ContextCompacted) -> None:
+    """The compacted turn, then the newest `kept` messages (large outputs moved to files)."""
+    kept = state.messages[len(state.messages) - event.kept :] if event.kept else []
+    moved = {item.call_id: item.content for item in event.moved}
+    kept = [
+        replace(m, content=moved[m.call_id])
+        if isinstance(m, ToolResultTurn) and m.call_id in moved
+        else m
+        for m in kept
+    ]
+    state.messages = [UserTurn(text=event.message), *kept]
+    if event.usage is not None:  # the summarising call: spent, but not a turn of the session
+        state.totals = _add_usage(state.totals, event.usage, turns=0)
+
+
+def _add_usage(totals: Totals, usage: Usage, *, turns: int = 1) -> Totals:
     return replace(
         totals,
-        turns=totals.turns + 1,
+        turns=totals.turns + turns,
         input_tokens=totals.input_tokens + usage.input_tokens,
         output_tokens=totals.output_tokens + usage.output_tokens,
         cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,

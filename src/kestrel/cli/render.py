@@ -20,6 +20,7 @@ from kestrel.protocol.events import (
     ChangesApplied,
     ChangesReady,
     ContextAdded,
+    ContextCompacted,
     ErrorOccurred,
     FileChanged,
     HookRan,
@@ -199,10 +200,12 @@ class ConsoleFrontend(Frontend):
                 for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
                     mark = ("✓ " if event.ok else "✗ ") if i == 0 else "  "
                     self.console.print(Text(mark + line, style=style))
-            case VerificationFinished():
-                style = "green" if event.ok else "yellow"
-                for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
-                    self.console.print(Text(("✓ " if i == 0 else "  ") + line, style=style))
+            case ContextCompacted():
+                self.console.print(
+                    f"[dim]context compacted: {event.dropped} messages folded into a summary, "
+                    f"~{_k(event.tokens_before)} → ~{_k(event.tokens_after)} tokens of "
+                    f"{_k(event.window_tokens)}[/dim]"
+                )
             case TodoUpdated():
                 for line in todo_lines(event):
                     self.console.print(Text(line, style="cyan"), soft_wrap=True)

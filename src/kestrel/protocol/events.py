@@ -414,6 +414,37 @@ class HookRan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MovedOutput:
+    """A large tool output in a kept turn, replaced by a reference to the file holding it."""
+
+    call_id: str
+    path: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCompacted:
+    """Older turns were folded into one message so the conversation fits the context window.
+
+    From here on the conversation is `message` followed by the newest `kept` messages. The log
+    still holds every dropped turn; rewinding to a checkpoint taken before this event restores
+    the conversation as it was.
+    """
+
+    type: Literal["context_compacted"] = "context_compacted"
+    message: str
+    kept: int
+    dropped: int
+    transcript: str
+    moved: tuple[MovedOutput, ...] = ()
+    tokens_before: int
+    tokens_after: int
+    window_tokens: int
+    trigger: Literal["auto", "manual"] = "auto"
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextAdded:
     """Text added to the conversation by Kestrel on the person's behalf, e.g. a hook's output."""
 
@@ -556,6 +587,7 @@ Event = Annotated[
     | LoopRecovered
     | HookRan
     | ContextAdded
+    | ContextCompacted
     | PromptBlocked
     | InjectionFlagged
     | TodoUpdated
@@ -589,6 +621,7 @@ __all__ = [
     "CheckStatus",
     "CheckpointCreated",
     "ContextAdded",
+    "ContextCompacted",
     "ErrorOccurred",
     "Event",
     "FailureKind",
@@ -608,6 +641,7 @@ __all__ = [
     "ModelSwitched",
     "ModelTextDelta",
     "ModelToolCallDelta",
+    "MovedOutput",
     "PermissionDecided",
     "PermissionMode",
     "PlanDecided",
