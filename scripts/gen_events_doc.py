@@ -49,10 +49,15 @@ WHEN = {
     "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
     "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
     "(`stop`).",
+    "loop_recovered": "Once per session, when failing results oscillate between two states: "
+    "after the files are restored, before the model is asked again.",
     "hook_ran": "After each configured hook command ran (or failed to), before what it decided "
     "takes effect.",
     "context_added": "When Kestrel adds text to the conversation on the person's behalf: a "
     "`SessionStart` or `UserPromptSubmit` hook's context, or a `Stop` hook's reason to go on.",
+    "context_compacted": "Before a model request that would fill the context window past "
+    "`compaction.compact_at`, after the `PreCompact` hooks ran and the fast role summarised the "
+    "older turns.",
     "prompt_blocked": "When a `UserPromptSubmit` hook refuses the person's latest message; the "
     "message is taken out of the conversation and the run ends with reason `hook`.",
     "injection_flagged": "Before the `tool_finished` of a call whose result holds text that reads "
@@ -221,14 +226,25 @@ MEANING: dict[str, dict[str, str]] = {
         "problems": "When nothing was applied: each conflict or refused path as `path: reason`.",
     },
     "budget_warning": {
-        "budget": "Which budget.",
+        "budget": "Which budget; `cost_per_day` and `tokens_per_day` count every session since "
+        "local midnight.",
         "used": "How much is spent (turns, tokens, US dollars or seconds).",
         "limit": "The budget's limit, in the same unit.",
     },
     "loop_detected": {
-        "pattern": "`repeat`: the same call again and again; `alternate`: two calls in turn.",
+        "pattern": "`repeat`: the same call again and again; `alternate`: two calls in turn; "
+        "`oscillate`: failing results alternating between two states (after a recovery).",
         "action": "`warn`: the model is told; `stop`: the session finishes with reason `loop`.",
         "detail": "What repeats, in words.",
+    },
+    "loop_recovered": {
+        "pattern": "What was caught; `oscillate` for two failing states in turn.",
+        "detail": "What was detected, in words.",
+        "to_seq": "The `model_request_started` the conversation went back to; that turn is "
+        "asked again.",
+        "checkpoint_id": "The checkpoint the files were restored to, or null when they were left "
+        "as they were (no checkpoint recorded them).",
+        "note": "The text the model is given after the rewound conversation.",
     },
     "hook_ran": {
         "hook_event": "The hook event, such as `PreToolUse` or `Stop`.",
@@ -243,6 +259,27 @@ MEANING: dict[str, dict[str, str]] = {
     "context_added": {
         "source": "Where the text came from, such as `SessionStart hook`.",
         "text": "The text the model sees.",
+    },
+    "context_compacted": {
+        "message": "The user turn that now stands for the dropped turns: the goal and the "
+        "person's latest request verbatim, the fast model's summary, the files edited and the "
+        "calls that failed.",
+        "kept": "How many of the newest messages stay as they were, after `message`.",
+        "dropped": "How many messages `message` replaced.",
+        "transcript": "The dropped turns as text (each tool output cut at 6,000 characters), "
+        "for the person to see what was folded; the log holds them whole.",
+        "moved": "Large tool outputs in the kept turns replaced by a reference to a file.",
+        "tokens_before": "Estimated input tokens of the request before compaction.",
+        "tokens_after": "Estimated input tokens after it.",
+        "window_tokens": "The context window it was fitted to.",
+        "trigger": "`auto` (the window filled up) or `manual` (the person asked).",
+        "usage": "What the summarising call spent; counted in the session's totals, not as a "
+        "turn.",
+    },
+    "MovedOutput": {
+        "call_id": "The call whose output moved.",
+        "path": "The file holding the whole output; `read_file` can read it.",
+        "content": "What the conversation holds instead: the reference and the output's start.",
     },
     "prompt_blocked": {"reason": "Why the hook refused the message."},
     "injection_flagged": {
@@ -302,6 +339,10 @@ MEANING: dict[str, dict[str, str]] = {
         "detail": "More about the reason, in words.",
         "final_text": "The model's last text, when it finished on its own.",
         "totals": "What the session spent, over all its runs.",
+        "day_cost_usd": "With a daily budget set: every session's spend since local midnight, "
+        "in US dollars; otherwise null.",
+        "day_tokens": "With a daily budget set: every session's tokens since local midnight; "
+        "otherwise null.",
     },
     "TodoItem": {
         "id": "The item's id, unique in the list.",

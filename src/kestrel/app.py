@@ -10,10 +10,12 @@ import os
 import subprocess
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
 from kestrel.agent.agent_defs import definition_dirs, load_definitions
+from kestrel.agent.daily import DailyBudget, DailyLimits
 from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
@@ -30,7 +32,7 @@ from kestrel.policy.hooks import HookCommand, HookMatcher, HookRunner
 from kestrel.policy.rules import RuleSet
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ChangedFile, ModelRole, PermissionMode
-from kestrel.protocol.messages import ModelRequest, StreamPart
+from kestrel.protocol.messages import ModelRequest, StreamPart, ToolResultTurn
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
@@ -270,10 +272,15 @@ def build_loop(
         max_output_tokens=settings.max_output_tokens,
         warn_after=settings.loop_detection.warn_after,
         stop_after=settings.loop_detection.stop_after,
+        oscillate_after=settings.loop_detection.oscillate_after,
         permission_mode=parts.permission_mode,
         model=settings.model,
         max_verify_rounds=settings.verify.max_rounds,
         role_models={} if parts.provider else router.first_models(),
+        context_window=settings.compaction.window_tokens if settings.compaction.enabled else None,
+        compact_at=settings.compaction.compact_at,
+        keep_share=settings.compaction.keep_share,
+        move_outputs_over=settings.compaction.move_outputs_over,
     )
     # Checks run the project's own programs: automatically only where the sandbox holds them.
     verify = settings.verify.enabled and gate.sandboxed
@@ -289,6 +296,8 @@ def build_loop(
         checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
         gate=gate,
         verifier=verifier,
+        daily=daily_budget(settings, store),
+        output_store=partial(store_output, environment.artifacts_dir),
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(_BYPASS_NEEDS_SANDBOX)
@@ -316,6 +325,29 @@ def subagent_runner(
 def _same_provider_url(settings: Settings, spec: str) -> str | None:
     """`base_url` reaches models of the main model's provider only, as in role lists."""
     return settings.base_url if spec.partition(":")[0] == settings.provider else None
+
+
+def daily_budget(settings: Settings, store: EventStore) -> DailyBudget | None:
+    """The day's budgets from settings, read from the event store; None when none is set."""
+    limits = DailyLimits(
+        max_cost_usd=settings.limits.max_cost_usd_per_day,
+        max_tokens=settings.limits.max_tokens_per_day,
+    )
+    return DailyBudget(limits, store) if limits.any else None
+
+
+def store_output(artifacts_dir: Path, result: ToolResultTurn) -> str:
+    """Write a tool output that compaction moves out of the conversation; its path, which
+    `read_file` may read."""
+    folder = artifacts_dir / "outputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_safe_name(result.call_id)}.txt"
+    path.write_text(result.content, encoding="utf-8", errors="replace")
+    return str(path)
+
+
+def _safe_name(call_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)[:80] or "output"
 
 
 def policy_gate(

@@ -23,6 +23,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Discriminator,
+    Field,
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
@@ -69,12 +70,16 @@ class _Table(BaseModel):
 
 
 class LimitSettings(_Table):
-    """Budgets for one session; `None` means unlimited."""
+    """Budgets for one session, and for all sessions of a day; `None` means unlimited."""
 
     max_turns: Annotated[PositiveInt | None, _NoneWord] = 100
     max_tokens: Annotated[PositiveInt | None, _NoneWord] = None
     max_cost_usd: Annotated[PositiveFloat | None, _NoneWord] = None
     max_wall_s: Annotated[PositiveFloat | None, _NoneWord] = None
+    max_cost_usd_per_day: Annotated[PositiveFloat | None, _NoneWord] = None
+    """US dollars all sessions together may spend per local day (from midnight)."""
+    max_tokens_per_day: Annotated[PositiveInt | None, _NoneWord] = None
+    """Tokens all sessions together may use per local day (from midnight)."""
 
     def as_limits(self) -> Limits:
         """The same budgets as the protocol's `Limits`, as recorded in `session_started`."""
@@ -103,11 +108,28 @@ class VerifySettings(_Table):
     """Longest one check (a linter, a test run) may take."""
 
 
+class CompactionSettings(_Table):
+    """Folding older turns into a summary before the conversation overflows the context window."""
+
+    enabled: bool = True
+    window_tokens: PositiveInt = 200_000
+    """The main model's context window in tokens (set it for models with a smaller one)."""
+    compact_at: Annotated[float, Field(gt=0, le=1)] = 0.8
+    """Compact when a request would fill this share of the window (less the output's room)."""
+    keep_share: Annotated[float, Field(gt=0, lt=1)] = 0.3
+    """The share of the window the newest turns keep word for word."""
+    move_outputs_over: PositiveInt = 10_000
+    """Tool outputs longer than this many characters in kept turns are moved to files."""
+
+
 class LoopDetectionSettings(_Table):
     """After how many repeats the model is warned, and after how many the session stops."""
 
     warn_after: PositiveInt = 3
     stop_after: PositiveInt = 5
+    oscillate_after: Annotated[int, Field(ge=3)] = 4
+    """Failing results alternating between two states (X, Y, X, Y) before the session goes
+    back to before the loop, once, and asks for another approach; the next such loop stops it."""
 
     @model_validator(mode="after")
     def _stop_not_before_warn(self, info: ValidationInfo) -> LoopDetectionSettings:
@@ -281,6 +303,7 @@ class Settings(_Table):
     tools: ToolSettings = ToolSettings()
     loop_detection: LoopDetectionSettings = LoopDetectionSettings()
     verify: VerifySettings = VerifySettings()
+    compaction: CompactionSettings = CompactionSettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
     max_output_tokens: PositiveInt = 8192
     sandbox: Literal["none", "bwrap"] = "bwrap"
@@ -395,6 +418,8 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "max_tokens": ("limits", "max_tokens"),
     "max_cost_usd": ("limits", "max_cost_usd"),
     "max_wall_s": ("limits", "max_wall_s"),
+    "max_cost_usd_per_day": ("limits", "max_cost_usd_per_day"),
+    "max_tokens_per_day": ("limits", "max_tokens_per_day"),
     "bash_timeout_s": ("tools", "bash_timeout_s"),
     "max_output_chars": ("tools", "max_output_chars"),
     "loop_warn_after": ("loop_detection", "warn_after"),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import select
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -133,3 +136,47 @@ def lines_of(output: str) -> list[dict[str, object]]:
 def types(records: Sequence[dict[str, object]]) -> list[str]:
     """The event types of parsed records, in order."""
     return [r["event"]["type"] for r in records]  # type: ignore[index]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class Terminal:
+    """A process on a pseudo-terminal that a test reads from and types into."""
+
+    def __init__(self, env: Env, *args: str, extra_env: dict[str, str] | None = None) -> None:
+        self.master, slave = os.openpty()
+        self.proc = subprocess.Popen(
+            [*KESTREL, *args],
+            env={**env.vars, "COLUMNS": "200", **(extra_env or {})},
+            cwd=env.project,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.seen = ""
+
+    def expect(self, text: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"never saw {text!r}; screen so far:\n{self.seen}"
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536).decode(errors="replace")
+                except OSError:
+                    chunk = ""
+                if not chunk:
+                    assert text in self.seen, f"exited before {text!r}:\n{self.seen}"
+                self.seen += ANSI.sub("", chunk).replace("\r", "")
+
+    def type(self, line: str) -> None:
+        os.write(self.master, (line + "\n").encode())
+
+    def close(self) -> int:
+        code = self.proc.wait(timeout=60)
+        os.close(self.master)
+        return code

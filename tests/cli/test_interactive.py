@@ -3,57 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import select
 import signal
-import subprocess
-import time
 
-from cli_kit import KESTREL, Env, lines_of
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-class Terminal:
-    """A process on a pseudo-terminal that a test reads from and types into."""
-
-    def __init__(self, env: Env, *args: str) -> None:
-        self.master, slave = os.openpty()
-        self.proc = subprocess.Popen(
-            [*KESTREL, *args],
-            env={**env.vars, "COLUMNS": "200"},
-            cwd=env.project,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.seen = ""
-
-    def expect(self, text: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.seen:
-            left = deadline - time.monotonic()
-            assert left > 0, f"never saw {text!r}; screen so far:\n{self.seen}"
-            ready, _, _ = select.select([self.master], [], [], left)
-            if ready:
-                try:
-                    chunk = os.read(self.master, 65536).decode(errors="replace")
-                except OSError:
-                    chunk = ""
-                if not chunk:
-                    assert text in self.seen, f"exited before {text!r}:\n{self.seen}"
-                self.seen += ANSI.sub("", chunk).replace("\r", "")
-
-    def type(self, line: str) -> None:
-        os.write(self.master, (line + "\n").encode())
-
-    def close(self) -> int:
-        code = self.proc.wait(timeout=60)
-        os.close(self.master)
-        return code
+from cli_kit import Env, Terminal, lines_of
 
 
 def write_script(env: Env, turns: list[dict[str, object]]) -> None:

@@ -17,6 +17,7 @@ from kestrel.evals.html import (
     write_run_report,
 )
 from kestrel.evals.html_page import DASH
+from kestrel.evals.results import RunError
 
 
 def _rows(page: str) -> dict[str, str]:
@@ -78,10 +79,10 @@ def test_session_logs_are_found_in_an_export_or_an_event_store(session: Scripted
 
 
 def test_report_without_run_json_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ReportError, match=r"not an evaluation run \(no run.json\)"):
+    with pytest.raises(RunError, match=r"not a run folder \(no run.json\)"):
         write_run_report(tmp_path)
     (tmp_path / "run.json").write_text("[1, 2")
-    with pytest.raises(ReportError, match=r"run\.json: cannot read it"):
+    with pytest.raises(RunError, match=r"run\.json: cannot read it"):
         write_run_report(tmp_path)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Set
 from dataclasses import dataclass
 
@@ -18,6 +19,11 @@ class BudgetExceeded:
     detail: str
 
 
+def reached(used: float, limit: float) -> bool:
+    """`used >= limit`, forgiving the rounding of summed dollar amounts (0.1 + 0.2 < 0.3)."""
+    return used >= limit or math.isclose(used, limit, rel_tol=1e-9, abs_tol=1e-12)
+
+
 def _usage(limits: Limits, totals: Totals) -> list[tuple[BudgetKind, float, float | None]]:
     return [
         ("turns", totals.turns, limits.max_turns),
@@ -30,7 +36,7 @@ def _usage(limits: Limits, totals: Totals) -> list[tuple[BudgetKind, float, floa
 def exceeded(limits: Limits, totals: Totals) -> BudgetExceeded | None:
     """The first budget that is spent, if any; checked before every model call."""
     for budget, used, limit in _usage(limits, totals):
-        if limit is not None and used >= limit:
+        if limit is not None and reached(used, limit):
             return BudgetExceeded(
                 budget=budget, detail=f"{budget} budget spent: {used:g} of {limit:g}"
             )
@@ -42,5 +48,8 @@ def warnings(limits: Limits, totals: Totals, already: Set[str]) -> list[BudgetWa
     return [
         BudgetWarning(budget=budget, used=used, limit=limit)
         for budget, used, limit in _usage(limits, totals)
-        if limit is not None and budget not in already and WARN_FRACTION * limit <= used < limit
+        if limit is not None
+        and budget not in already
+        and reached(used, WARN_FRACTION * limit)
+        and not reached(used, limit)
     ]

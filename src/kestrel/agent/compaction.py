@@ -24,17 +24,22 @@ from dataclasses import dataclass, replace
 
 from kestrel.context.budget import estimate_tokens
 from kestrel.protocol.messages import (
+    COMPACTED_TAG,
     AssistantTurn,
     Message,
     ModelRequest,
     ToolResultTurn,
     ToolSpec,
     UserTurn,
+    model_turns,
 )
 
-COMPACTION_OPEN = "<compacted-history>"
-COMPACTION_CLOSE = "</compacted-history>"
+COMPACTION_OPEN = f"<{COMPACTED_TAG}"
+COMPACTION_CLOSE = f"</{COMPACTED_TAG}>"
 EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch", "multi_edit"})
+_REQUEST = "## The person's latest request (verbatim)"
+_FILES = "## Files edited in them"
+_FAILED = "## Calls that failed in them"
 _PER_MESSAGE_TOKENS = 4  # role and framing that each message costs beyond its text
 _FAILURE_CHARS = 200  # of each failed call's output, in the list of failures
 _SUMMARY_INPUT_CHARS = 6_000  # of each dropped tool output, in what the fast model reads
@@ -102,18 +107,49 @@ def split_point(messages: Sequence[Message], keep_tokens: int) -> int:
     return best
 
 
+def is_compacted(message: Message) -> bool:
+    """Whether `message` is the turn an earlier compaction left."""
+    return isinstance(message, UserTurn) and message.text.startswith(COMPACTION_OPEN)
+
+
+def _section(text: str, header: str) -> str | None:
+    """The body of one section of a compacted turn, or None when it has none."""
+    start = text.find(f"\n\n{header}\n")
+    if start < 0:
+        return None
+    body = text[start + len(header) + 3 :]
+    end = min(
+        (i for i in (body.find("\n\n## "), body.find(f"\n\n{COMPACTION_CLOSE}")) if i >= 0),
+        default=len(body),
+    )
+    return body[:end]
+
+
+def _items(text: str, header: str) -> list[str]:
+    body = _section(text, header)
+    return [line[2:] for line in (body or "").splitlines() if line.startswith("- ")]
+
+
 def latest_request(messages: Sequence[Message]) -> str:
-    """The text of the newest user turn (the person's latest words), or "" when there is none."""
+    """The text of the newest user turn (the person's latest words), or "" when there is none;
+    a compacted turn gives the request it kept."""
     for message in reversed(messages):
-        if isinstance(message, UserTurn) and not message.text.startswith(COMPACTION_OPEN):
+        if not isinstance(message, UserTurn):
+            continue
+        if not is_compacted(message):
             return message.text
+        if (kept := _section(message.text, _REQUEST)) is not None:
+            return kept
     return ""
 
 
 def files_touched(messages: Sequence[Message]) -> list[str]:
-    """Paths the edit tools were called on, in first-touched order."""
+    """Paths the edit tools were called on, in first-touched order (with those an earlier
+    compacted turn among `messages` lists)."""
     seen: dict[str, None] = {}
     for message in messages:
+        if isinstance(message, UserTurn) and is_compacted(message):
+            seen.update(dict.fromkeys(_items(message.text, _FILES)))
         if not isinstance(message, AssistantTurn):
             continue
         for call in message.tool_calls:
@@ -133,6 +169,8 @@ def failures(messages: Sequence[Message]) -> list[str]:
     """One line per failed tool call: the tool and the start of what it said."""
     lines = []
     for message in messages:
+        if isinstance(message, UserTurn) and is_compacted(message):
+            lines += _items(message.text, _FAILED)
         if isinstance(message, ToolResultTurn) and message.is_error:
             first = " ".join(message.content.split())[:_FAILURE_CHARS]
             lines.append(f"{message.name}: {first}")
@@ -177,14 +215,14 @@ def compaction_message(
     touched = files_touched(dropped)
     failed = failures(dropped)
     sections = [
-        COMPACTION_OPEN,
+        f'{COMPACTION_OPEN} turns="{model_turns(dropped)}">',
         "Earlier turns of this session were compacted to fit the context window. The session's "
         "log keeps all of them; what follows stands for them.",
         f"## Goal (verbatim)\n{goal}",
-        f"## The person's latest request (verbatim)\n{request}" if request else "",
+        f"{_REQUEST}\n{request}" if request else "",
         f"## Summary of the compacted turns\n{summary.strip() or '(no summary)'}",
-        "## Files edited in them\n" + "\n".join(f"- {p}" for p in touched) if touched else "",
-        "## Calls that failed in them\n" + "\n".join(f"- {f}" for f in failed) if failed else "",
+        f"{_FILES}\n" + "\n".join(f"- {p}" for p in touched) if touched else "",
+        f"{_FAILED}\n" + "\n".join(f"- {f}" for f in failed) if failed else "",
         COMPACTION_CLOSE,
     ]
     return UserTurn(text="\n\n".join(part for part in sections if part))

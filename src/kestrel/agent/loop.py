@@ -12,8 +12,10 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
-from kestrel.agent import budgets
+from kestrel.agent import budgets, compaction
+from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
 from kestrel.agent.planning import proposed_in
 from kestrel.agent.ports import (
@@ -26,6 +28,7 @@ from kestrel.agent.ports import (
     Verifier,
 )
 from kestrel.agent.prompt import with_task_list
+from kestrel.agent.recovery import LoopRecovery
 from kestrel.agent.routing import Step, role_for
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
@@ -34,6 +37,7 @@ from kestrel.policy.hooks import HookEvent, HookRunner, HookVerdict
 from kestrel.protocol.errors import ProviderError
 from kestrel.protocol.events import (
     ContextAdded,
+    ContextCompacted,
     ErrorOccurred,
     Event,
     FinishReason,
@@ -46,6 +50,7 @@ from kestrel.protocol.events import (
     ModelSwitched,
     ModelTextDelta,
     ModelToolCallDelta,
+    MovedOutput,
     PermissionMode,
     PromptBlocked,
     Record,
@@ -56,16 +61,27 @@ from kestrel.protocol.events import (
 from kestrel.protocol.messages import (
     AssistantTurn,
     Completion,
+    Message,
     ModelRequest,
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolResultTurn,
+    Usage,
 )
 from kestrel.store.base import EventStore
 from kestrel.tools.registry import ToolRegistry
 
 MAX_STOP_BLOCKS = 5
 """How many times in a row Stop hooks may send the model back to work before it may stop."""
+
+
+def _overflow(needed: int, room: int) -> str:
+    return (
+        f"the conversation needs about {needed:,} tokens, more than the {room:,} the context "
+        "window leaves for input, even after compaction; start a new session or raise "
+        "[compaction] window_tokens if the model allows more"
+    )
 
 
 def _stopped_by(verdict: HookVerdict) -> str:
@@ -94,6 +110,16 @@ class LoopConfig:
     """The model each role asks first, for the log; a role missing here logs `model`."""
     role: ModelRole | None = None
     """Answers every turn with this role's models instead of the routing rule's (a subagent's)."""
+    oscillate_after: int = 4
+    """Failing results alternating between two states before the loop is undone (once)."""
+    context_window: int | None = None
+    """Tokens the model's context window holds; None: never compact."""
+    compact_at: float = 0.8
+    """Compact when a request would fill this share of the window (less the output's room)."""
+    keep_share: float = 0.3
+    """The share of the window that the newest turns may keep, word for word, in a compaction."""
+    move_outputs_over: int = 10_000
+    """Tool outputs longer than this (characters) in kept turns are moved to files."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +146,10 @@ class AgentLoop:
     """Checks the change when the model is done; None: no automatic verification."""
     gate: PermissionGate = field(default_factory=PermissionGate)
     """Permission rules, hooks and the classifier; by default only the mode decides."""
+    daily: DailyBudget | None = None
+    """Budgets over every session of the day; None: no daily budget."""
+    output_store: Callable[[ToolResultTurn], str] | None = None
+    """Writes a tool output to a file and says where, for compaction; None: outputs stay."""
     state: SessionState = field(init=False)
     read_hashes: dict[str, str] = field(init=False, default_factory=dict)
     """What each file held when the model last read it, for refusing edits of stale reads."""
@@ -156,6 +186,9 @@ class AgentLoop:
 
     async def _run(self) -> SessionFinished:
         detector = self._watch_for_loops()
+        recovery = LoopRecovery(
+            self.state, self.emit, self.checkpointer, self.config.oscillate_after
+        )
         mode = self.config.permission_mode or self.state.permission_mode
         runner = ToolRunner(
             self.emit,
@@ -177,9 +210,16 @@ class AgentLoop:
                     finished = await runner.run_calls(list(self.state.pending))
                     if (stop := self._after_tools(finished, detector)) is not None:
                         return self._finish(*stop)
+                    recovered = self.state.marks.recoveries
+                    if (stop := await recovery.check(finished)) is not None:
+                        return self._finish(*stop)
+                    if self.state.marks.recoveries != recovered:
+                        detector = self._watch_for_loops()  # The loop's calls are undone.
                     continue
-                if (spent := budgets.exceeded(self._limits, self._live_totals())) is not None:
+                if (spent := self._exceeded()) is not None:
                     return self._finish("budget", spent.detail)
+                if (stopped := await self._fit_window()) is not None:
+                    return stopped
                 completion = await self._model_step()
                 self._warn_budgets()
                 if not completion.message.tool_calls:
@@ -320,6 +360,102 @@ class AgentLoop:
                 return completed
         raise ProviderError("the model's reply ended without completing")
 
+    def _request_tokens(self, messages: list[Message]) -> int:
+        return compaction.request_tokens(
+            self.config.system_prompt,
+            with_task_list(messages, self.state.todos),
+            self.tools.specs(),
+        )
+
+    async def _fit_window(self) -> SessionFinished | None:
+        """Compact the conversation when the next request would fill the context window past
+        `compact_at`; finish with an error when it cannot be made to fit."""
+        window = self.config.context_window
+        if window is None:
+            return None
+        room = window - self.config.max_output_tokens  # what the input may use
+        needed = self._request_tokens(self.state.messages)
+        if needed <= self.config.compact_at * room:
+            return None
+        return await self.compact(trigger="auto")
+
+    async def compact(self, *, trigger: Literal["auto", "manual"]) -> SessionFinished | None:
+        """Fold the older turns into one message (see `compaction`); None when the session goes
+        on, else how it finished (a hook stopped it, or even the newest turn does not fit)."""
+        window = self.config.context_window or 0
+        room = window - self.config.max_output_tokens
+        messages = list(self.state.messages)
+        needed = self._request_tokens(messages)
+        cut = compaction.split_point(messages, int(self.config.keep_share * window))
+        if cut <= 0:
+            if window and needed > room:
+                return self._finish("error", _overflow(needed, room))
+            return None
+        verdict = await self._hook("PreCompact", {"trigger": trigger})
+        if verdict is not None and verdict.stop_session:
+            return self._finish("hook", _stopped_by(verdict))
+        dropped, kept = messages[:cut], messages[cut:]
+        moved: list[MovedOutput] = []
+        if self.output_store is not None:
+            store, paths = self.output_store, {}
+
+            def keep_reference(result: ToolResultTurn) -> str:
+                paths[result.call_id] = store(result)
+                return paths[result.call_id]
+
+            kept = compaction.reference_outputs(
+                kept, over_chars=self.config.move_outputs_over, store=keep_reference
+            )
+            moved = [
+                MovedOutput(call_id=m.call_id, path=paths[m.call_id], content=m.content)
+                for m in kept
+                if isinstance(m, ToolResultTurn) and m.call_id in paths
+            ]
+        summary, usage = await self._summarise(dropped)
+        try:
+            done = compaction.compact(
+                system=self.config.system_prompt,
+                messages=[*dropped, *kept],
+                tools=self.tools.specs(),
+                goal=self.state.task,
+                summary=summary,
+                cut=cut,
+                window_tokens=room,
+            )
+        except compaction.ContextOverflow as exc:
+            return self._finish("error", str(exc))
+        self.emit(
+            ContextCompacted(
+                message=done.message.text,
+                kept=done.kept,
+                dropped=len(dropped),
+                transcript=compaction.transcript(dropped),
+                moved=tuple(moved),
+                tokens_before=needed,
+                tokens_after=self._request_tokens([done.message, *kept]),
+                window_tokens=window,
+                trigger=trigger,
+                usage=usage,
+            )
+        )
+        if self._request_tokens(self.state.messages) > room:
+            return self._finish("error", _overflow(self._request_tokens(self.state.messages), room))
+        return None
+
+    async def _summarise(self, dropped: list[Message]) -> tuple[str, Usage | None]:
+        """The fast model's summary of the dropped turns; a note instead when it fails (the
+        verbatim parts of the compacted turn do not depend on it)."""
+        request = compaction.summary_request(dropped, goal=self.state.task)
+        on_retry, on_switch = self._reporters(uuid.uuid4().hex[:12], "fast")
+        try:
+            stream = self.streamer(request, role="fast", on_retry=on_retry, on_switch=on_switch)
+            async for part in stream:
+                if isinstance(part, Completion):
+                    return part.message.text, part.usage
+        except ProviderError as exc:
+            return f"(no summary: the summarising model failed: {exc})", None
+        return "(no summary: the summarising model's reply ended early)", None
+
     def _after_tools(
         self, finished: list[tuple[ToolCall, str]], detector: LoopDetector
     ) -> tuple[FinishReason, str] | None:
@@ -336,14 +472,25 @@ class AgentLoop:
                 )
                 if verdict.action == "stop":
                     stop = ("loop", verdict.detail)
-        self._warn_budgets()
+        self._warn_budgets(daily=False)  # The day's spend moves with model calls.
         if stop is None and (plan := proposed_in(self.state, finished)) is not None:
             stop = ("plan", f"plan {plan.plan_id} waits for the person's decision")
         return stop
 
-    def _warn_budgets(self) -> None:
+    def _exceeded(self) -> budgets.BudgetExceeded | None:
+        """The session's budgets, then the day's (as the log has it now, other sessions too)."""
+        spent = budgets.exceeded(self._limits, self._live_totals())
+        if spent is None and self.daily is not None:
+            spent = self.daily.exceeded(self.daily.spent())
+        return spent
+
+    def _warn_budgets(self, *, daily: bool = True) -> None:
         totals = self._live_totals()
-        for warning in budgets.warnings(self._limits, totals, self.state.warned_budgets):
+        warned = self.state.warned_budgets
+        found = budgets.warnings(self._limits, totals, warned)
+        if daily and self.daily is not None:
+            found += self.daily.warnings(self.daily.spent(), warned)
+        for warning in found:
             self.emit(warning)
 
     @property
@@ -372,8 +519,14 @@ class AgentLoop:
         return _Verified(None)
 
     def _finish(self, reason: FinishReason, detail: str, final_text: str = "") -> SessionFinished:
+        day = self.daily.spent() if self.daily is not None else None
         finished = SessionFinished(
-            reason=reason, detail=detail, final_text=final_text, totals=self._live_totals()
+            reason=reason,
+            detail=detail,
+            final_text=final_text,
+            totals=self._live_totals(),
+            day_cost_usd=day.cost_usd if day is not None else None,
+            day_tokens=day.tokens if day is not None else None,
         )
         self.emit(finished)
         return finished

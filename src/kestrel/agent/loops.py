@@ -1,9 +1,11 @@
-"""Loop detection: the same call with the same result repeated, or two calls alternating."""
+"""Loop detection: the same call with the same result repeated, two calls alternating, or
+failing results oscillating between two states."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -75,3 +77,87 @@ class LoopDetector:
 
     def _alternates(self) -> bool:
         return len(self.history) >= 2 and self.history[-1] != self.history[-2]
+
+
+_NOISE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b|0x[0-9a-fA-F]+")
+"""Durations and addresses, which differ between two runs of the same failure."""
+
+
+def failure_signature(call: ToolCall, result: str) -> str:
+    """A fingerprint of a failing result that two runs of the same failure share."""
+    return signature(call, _NOISE.sub("#", result))
+
+
+def gist(result: str, limit: int = 100) -> str:
+    """The line of a failing result that says most about it: its last line of output."""
+    lines = [
+        line.strip()
+        for line in result.splitlines()
+        if line.strip() and not line.startswith(("[exit code", "[kestrel]", "[timed out"))
+    ]
+    last = lines[-1] if lines else result.strip()
+    return last if len(last) <= limit else last[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Oscillation:
+    """Failing results went back and forth between two states."""
+
+    detail: str
+    first_call: str
+    """The call the loop is taken to begin with: going back to before it undoes the loop."""
+
+
+@dataclass(slots=True)
+class OscillationDetector:
+    """Watches failing results for two states that keep coming back in turn (X, Y, X, Y...),
+    whatever calls lie between them, until a call that failed before succeeds."""
+
+    after: int = 4
+    """Failing results alternating between two states before it counts as a loop."""
+    calls: list[str] = field(default_factory=list)
+    failures: list[tuple[int, str, str]] = field(default_factory=list)
+    """(index in `calls`, fingerprint, gist) of each failing result since the last progress."""
+    failed_keys: set[str] = field(default_factory=set)
+    floor: int = 0
+    """The first call index a loop may be taken to begin at."""
+
+    def observe(
+        self, call_id: str, key: str, fingerprint: str, text: str, *, failed: bool
+    ) -> Oscillation | None:
+        """Record one finished call (`key` names the call, `fingerprint` its result)."""
+        index = len(self.calls)
+        self.calls.append(call_id)
+        if not failed:
+            if key in self.failed_keys:  # A check that failed now passes: that is progress.
+                self.failures.clear()
+                self.floor = index + 1
+            return None
+        self.failed_keys.add(key)
+        self.failures.append((index, fingerprint, text))
+        count = _alternating([f for _, f, _ in self.failures])
+        if count < self.after:
+            return None
+        tail = self.failures[-count:]
+        before = self.failures[-count - 1][0] + 1 if len(self.failures) > count else self.floor
+        # The calls between the second and third failure redo what led to the first one.
+        redo = tail[2][0] - tail[1][0] - 1
+        start = max(tail[0][0] - redo, before, self.floor)
+        detail = (
+            f"failing results went back and forth between two states {count} times "
+            f"({tail[0][2]!r} and {tail[1][2]!r})"
+        )
+        self.failures.clear()
+        self.floor = index + 1
+        return Oscillation(detail=detail, first_call=self.calls[start])
+
+
+def _alternating(fingerprints: list[str]) -> int:
+    """How many trailing entries alternate between two different values."""
+    n = len(fingerprints)
+    if n < 2 or fingerprints[-1] == fingerprints[-2]:
+        return 0
+    count = 2
+    while count < n and fingerprints[n - 1 - count] == fingerprints[n - 1 - count + 2]:
+        count += 1
+    return count

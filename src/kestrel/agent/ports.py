@@ -11,6 +11,7 @@ from kestrel.protocol.errors import ProviderError
 from kestrel.protocol.events import ChangedFile, ModelRole, ToolKind, VerificationFinished
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolCall
 from kestrel.sandbox.base import Executor
+from kestrel.store.base import Spend
 
 OnRetry = Callable[[int, float, ProviderError], None]
 """Told of each retry: attempt number, delay before it in seconds, and the error."""
@@ -103,4 +104,12 @@ class Verifier(Protocol):
 
     async def verify(self, paths: Sequence[str]) -> VerificationFinished:
         """The verification's outcome for `paths`; the loop numbers its round."""
+        ...
+
+
+class SpendMeter(Protocol):
+    """What model calls cost across every session, for budgets that span sessions."""
+
+    def spent_since(self, since: float) -> Spend:
+        """Every session's spend on model calls recorded at or after `since` (epoch seconds)."""
         ...

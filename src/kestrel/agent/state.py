@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from kestrel.agent.turn_marks import TurnMarks
 from kestrel.protocol.events import (
     BudgetWarning,
     CheckpointCreated,
     ContextAdded,
+    ContextCompacted,
     FileChanged,
     InjectionFlagged,
     Limits,
     LoopDetected,
+    LoopRecovered,
     ModelCompleted,
     ModelRequestStarted,
     PermissionDecided,
@@ -39,7 +42,7 @@ from kestrel.protocol.events import (
     UserMessage,
     VerificationFinished,
 )
-from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, UserTurn
+from kestrel.protocol.messages import Message, ToolCall, ToolResultTurn, Usage, UserTurn
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,8 @@ class SessionState:
     """The task list as last written (by the model's `todo` calls or an approved plan)."""
     plan: PlanProposed | None = None
     """The latest proposed plan while it waits for the person's decision."""
+    marks: TurnMarks = field(default_factory=TurnMarks)
+    """Recent requests' conversations, for going back to before a loop."""
     segment_start: float | None = None
     wall_before_segment: float = 0.0
     last_at: float = 0.0
@@ -117,6 +122,7 @@ def apply(state: SessionState, record: Record) -> None:
     event = record.event
     state.last_seq = record.seq
     _track_wall_time(state, record)
+    state.marks.observe(record, state.messages, state.calls, state.results)
     match event:
         case SessionStarted():
             state.session_id = event.session_id
@@ -153,11 +159,15 @@ def apply(state: SessionState, record: Record) -> None:
             )
         case Rewound():
             _rewind(state, event)
+        case LoopRecovered():
+            _recover(state, event)
+        case ContextCompacted():
+            _compact(state, event)
         case ModelCompleted():
             _flush_pending(state, force=True)
             state.messages.append(event.message)
             state.pending = list(event.message.tool_calls)
-            state.totals = _add_usage(state.totals, event)
+            state.totals = _add_usage(state.totals, event.usage)
         case ToolCallRequested():
             state.calls[event.call.id] = event.call
             state.totals = replace(state.totals, tool_calls=state.totals.tool_calls + 1)
@@ -199,12 +209,7 @@ def apply(state: SessionState, record: Record) -> None:
 def _rewind(state: SessionState, event: Rewound) -> None:
     """Go back to the conversation of a checkpoint; calls it had not run yet are answered."""
     mark = state.checkpoints[event.checkpoint_id]
-    # Calls after the mark never happened for the conversation; a model may even reuse their ids.
-    state.calls = {k: v for k, v in state.calls.items() if k in mark.calls}
-    state.results = {k: v for k, v in state.results.items() if k in mark.finished}
-    state.decisions = {k: v for k, v in state.decisions.items() if k in mark.finished}
-    state.writes = {k: v for k, v in state.writes.items() if k in mark.finished}
-    state.started &= mark.finished
+    _forget_after(state, mark.calls, mark.finished)
     state.messages = list(mark.messages)
     state.messages.extend(
         ToolResultTurn(
@@ -221,6 +226,28 @@ def _rewind(state: SessionState, event: Rewound) -> None:
         f"[kestrel] The person rewound the files to checkpoint {event.checkpoint_id[:12]}: "
         "every change after this point was undone.",
     )
+
+
+def _forget_after(state: SessionState, calls: frozenset[str], finished: frozenset[str]) -> None:
+    """Forget the calls made after a point: for the conversation they never happened."""
+    # A model may even reuse their ids.
+    state.calls = {k: v for k, v in state.calls.items() if k in calls}
+    state.results = {k: v for k, v in state.results.items() if k in finished}
+    state.decisions = {k: v for k, v in state.decisions.items() if k in finished}
+    state.writes = {k: v for k, v in state.writes.items() if k in finished}
+    state.started &= finished
+
+
+def _recover(state: SessionState, event: LoopRecovered) -> None:
+    """Go back to the conversation a request was sent before a loop began, and add the note."""
+    mark = state.marks.before[event.to_seq]
+    _forget_after(state, mark.calls, mark.finished)
+    state.messages = list(mark.messages)
+    state.pending, state.notes, state.finished = [], [], None
+    state.marks.recoveries += 1
+    if event.checkpoint_id is not None:
+        state.marks.files = event.checkpoint_id
+    _add_context(state, event.note)
 
 
 def wall_seconds(state: SessionState, now: float) -> float:
@@ -284,11 +311,25 @@ def _add_context(state: SessionState, text: str) -> None:
         state.messages.append(UserTurn(text=text))
 
 
-def _add_usage(totals: Totals, event: ModelCompleted) -> Totals:
-    usage = event.usage
+def _compact(state: SessionState, event: ContextCompacted) -> None:
+    """The compacted turn, then the newest `kept` messages (large outputs moved to files)."""
+    kept = state.messages[len(state.messages) - event.kept :] if event.kept else []
+    moved = {item.call_id: item.content for item in event.moved}
+    kept = [
+        replace(m, content=moved[m.call_id])
+        if isinstance(m, ToolResultTurn) and m.call_id in moved
+        else m
+        for m in kept
+    ]
+    state.messages = [UserTurn(text=event.message), *kept]
+    if event.usage is not None:  # the summarising call: spent, but not a turn of the session
+        state.totals = _add_usage(state.totals, event.usage, turns=0)
+
+
+def _add_usage(totals: Totals, usage: Usage, *, turns: int = 1) -> Totals:
     return replace(
         totals,
-        turns=totals.turns + 1,
+        turns=totals.turns + turns,
         input_tokens=totals.input_tokens + usage.input_tokens,
         output_tokens=totals.output_tokens + usage.output_tokens,
         cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 from kestrel.protocol.events import Event, Limits, PermissionMode, Record, Totals
-from kestrel.store.base import EventStore, SessionSummary
+from kestrel.store.base import EventStore, SessionSummary, Spend
 
 _MODE_RANK: Mapping[PermissionMode, int] = {"plan": 0, "default": 1, "accept-edits": 2, "bypass": 3}
 
@@ -67,6 +67,10 @@ class WatchedStore:
     def resolve(self, id_or_prefix: str) -> str:
         """As the real store."""
         return self._store.resolve(id_or_prefix)
+
+    def spent_since(self, since: float) -> Spend:
+        """As the real store."""
+        return self._store.spent_since(since)
 
     def close(self) -> None:
         """Nothing: the parent owns the store."""

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TextIO
 
 from rich.console import Console
@@ -19,11 +20,13 @@ from kestrel.protocol.events import (
     ChangesApplied,
     ChangesReady,
     ContextAdded,
+    ContextCompacted,
     ErrorOccurred,
     FileChanged,
     HookRan,
     InjectionFlagged,
     LoopDetected,
+    LoopRecovered,
     ModelCompleted,
     ModelRetrying,
     ModelSwitched,
@@ -108,10 +111,15 @@ class ConsoleFrontend(Frontend):
         self.console = console
         self._in_text = False
         self._streamed: set[str] = set()
+        self._spent = Totals()
+        self._whole_session: bool | None = None
+        """Whether the view saw the session from its start, so its spend is the session's."""
 
     def render(self, record: Record) -> None:
         """Print one event in a form a person reads at a glance."""
         event = record.event
+        if self._whole_session is None:
+            self._whole_session = isinstance(event, SessionStarted)
         if not isinstance(event, ModelTextDelta) and self._in_text:
             self.console.print()
             self._in_text = False
@@ -173,6 +181,16 @@ class ConsoleFrontend(Frontend):
                 )
             case LoopDetected():
                 self.console.print(f"[yellow]loop {event.action}: {escape(event.detail)}[/yellow]")
+            case LoopRecovered():
+                files = (
+                    f"files restored to checkpoint {event.checkpoint_id[:12]}"
+                    if event.checkpoint_id
+                    else "files left as they were"
+                )
+                self.console.print(
+                    f"[yellow]loop caught: {escape(event.detail)}; went back to event "
+                    f"{event.to_seq} ({files}) and asked for a different approach[/yellow]"
+                )
             case ErrorOccurred():
                 self.console.print(f"[red]error: {escape(event.message)}[/red]")
             case SessionFinished():
@@ -182,10 +200,12 @@ class ConsoleFrontend(Frontend):
                 for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
                     mark = ("✓ " if event.ok else "✗ ") if i == 0 else "  "
                     self.console.print(Text(mark + line, style=style))
-            case VerificationFinished():
-                style = "green" if event.ok else "yellow"
-                for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
-                    self.console.print(Text(("✓ " if i == 0 else "  ") + line, style=style))
+            case ContextCompacted():
+                self.console.print(
+                    f"[dim]context compacted: {event.dropped} messages folded into a summary, "
+                    f"~{_k(event.tokens_before)} → ~{_k(event.tokens_after)} tokens of "
+                    f"{_k(event.window_tokens)}[/dim]"
+                )
             case TodoUpdated():
                 for line in todo_lines(event):
                     self.console.print(Text(line, style="cyan"), soft_wrap=True)
@@ -196,7 +216,9 @@ class ConsoleFrontend(Frontend):
                 for line in handoff_lines(event, record.session_id):
                     self.console.print(escape(line), soft_wrap=True)
             case ModelCompleted():
-                pass
+                self._spent = add_usage(self._spent, event)
+                line = spend_line(self._spent, whole_session=bool(self._whole_session))
+                self.console.print(Text(line, style="dim"))
 
     def _diff(self, event: FileChanged) -> None:
         self.console.print(f"  [dim]changed {escape(event.path)}[/dim]")
@@ -276,16 +298,42 @@ def pending_hint(session_id: str) -> str:
 
 
 def footer(finished: SessionFinished, session_id: str) -> str:
-    """One line: why the session stopped and what it spent."""
+    """One line: why the session stopped and what it spent (and the day, with a daily budget)."""
     t: Totals = finished.totals
     share = t.cache_read_share
     cached = f" ({_k(t.cache_read_tokens)} cached, {share:.0%} of input)" if share else ""
     detail = f": {finished.detail}" if finished.detail else ""
+    day = ""
+    if finished.day_cost_usd is not None:
+        tokens = f", {_k(finished.day_tokens)} tokens" if finished.day_tokens is not None else ""
+        day = f" · today ${finished.day_cost_usd:.4f}{tokens} in all sessions"
     return (
         f"── {finished.reason}{detail} · {t.turns} turns · {t.tool_calls} tool calls · "
-        f"{_k(t.tokens)} tokens{cached} · ${t.cost_usd:.4f} · {t.wall_s:.1f} s · "
+        f"{_k(t.tokens)} tokens{cached} · ${t.cost_usd:.4f} · {t.wall_s:.1f} s{day} · "
         f"session {session_id}"
     )
+
+
+def add_usage(totals: Totals, completed: ModelCompleted) -> Totals:
+    """`totals` with one more model call's tokens and cost."""
+    u = completed.usage
+    return replace(
+        totals,
+        turns=totals.turns + 1,
+        input_tokens=totals.input_tokens + u.input_tokens,
+        output_tokens=totals.output_tokens + u.output_tokens,
+        cache_write_tokens=totals.cache_write_tokens + u.cache_write_tokens,
+        cache_read_tokens=totals.cache_read_tokens + u.cache_read_tokens,
+        cost_usd=totals.cost_usd + u.cost_usd,
+    )
+
+
+def spend_line(spent: Totals, *, whole_session: bool = True) -> str:
+    """The running spend, shown after each model call: tokens, dollars, cache-read share."""
+    share = spent.cache_read_share
+    cached = f" · {share:.0%} cache reads" if share is not None else ""
+    scope = "spent" if whole_session else "spent this run"
+    return f"  ⋯ {scope} {_k(spent.tokens)} tokens · ${spent.cost_usd:.4f}{cached}"
 
 
 def _k(n: int) -> str:

@@ -308,7 +308,21 @@ def _follow_up(loop: AgentLoop, console: Console, after_plan: PermissionMode) ->
         finished = loop.state.finished
         if finished is not None and finished.reason == "plan" and loop.state.plan is not None:
             return await review()
-        return await prompt_follow_up(console)
+        while True:
+            text = await prompt_follow_up(console)
+            if text is None or not text.startswith("/"):
+                return text
+            command, _, rest = text.partition(" ")
+            if command != "/plan":
+                console.print("Commands: /plan [message]: plan first (read-only), then decide.")
+                continue
+            loop.config = replace(loop.config, permission_mode="plan")
+            console.print(
+                "[cyan]Plan mode: the agent explores read-only and proposes a plan; "
+                "you approve, edit or reject it before anything is written.[/cyan]"
+            )
+            if rest.strip():
+                return rest.strip()
 
     return next_message
 

@@ -77,6 +77,7 @@ def list_sessions(
                         "events": r.events,
                         "status": r.status,
                         "parent_session_id": r.parent_session_id,
+                        "cost_usd": r.cost_usd,
                     }
                     for r in rows
                 ],
@@ -85,7 +86,7 @@ def list_sessions(
             )
         )
         return
-    table = Table("id", "updated", "status", "events", "task", "cwd", box=None)
+    table = Table("id", "updated", "status", "events", "cost", "task", "cwd", box=None)
     for r in rows:
         when = dt.datetime.fromtimestamp(r.updated_at).strftime("%Y-%m-%d %H:%M")
         table.add_row(
@@ -93,6 +94,7 @@ def list_sessions(
             when,
             r.status,
             str(r.events),
+            f"${r.cost_usd:.4f}",
             _task_cell(r.task, r.parent_session_id),
             r.cwd,
         )

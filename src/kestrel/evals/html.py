@@ -19,6 +19,7 @@ from urllib.parse import quote
 from kestrel.evals.html_page import DASH, Markup, Node, count, money, page, seconds, tag, when
 from kestrel.evals.html_plots import histogram, share_bar
 from kestrel.evals.html_trajectory import render_trajectory
+from kestrel.evals.results import RunFolder
 from kestrel.protocol.codec import DecodeError, record_from_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import Record
@@ -373,8 +374,10 @@ def _read_db(path: Path, session_id: str | None) -> list[Record]:
 
 def write_run_report(run_dir: Path) -> Path:
     """Write `report.html` and the tasks' trajectory pages into the run folder; return its path."""
-    run = _read_run(run_dir)
-    tasks = _read_results(run_dir)
+    folder = RunFolder(run_dir)
+    run = folder.read_run()
+    # A task rerun after its result was written (by hand, say): its latest line counts.
+    tasks = list({str(task["instance_id"]): task for task in folder.results()}.values())
     links: dict[str, str] = {}
     notes: list[str] = []
     for task in tasks:
@@ -406,39 +409,6 @@ def _session_path(run_dir: Path, value: object) -> Path | None:
     if not path.is_absolute() and (run_dir / path).exists():
         return run_dir / path
     return path
-
-
-def _read_run(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "run.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReportError(f"{run_dir}: not an evaluation run (no run.json)") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read it: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: expected a JSON object")
-    return data
-
-
-def _read_results(run_dir: Path) -> list[dict[str, Any]]:
-    """Each task's latest result line; a line cut short by a killed run is left out."""
-    path = run_dir / "results.jsonl"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read it: {exc}") from exc
-    latest: dict[str, dict[str, Any]] = {}
-    for line in text.splitlines():
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and data.get("instance_id") is not None:
-            latest[str(data["instance_id"])] = data
-    return list(latest.values())
 
 
 def _write(path: Path, text: str) -> None:

@@ -31,6 +31,7 @@ from kestrel.protocol.messages import (
     ToolResultTurn,
     Usage,
     UserTurn,
+    model_turns,
 )
 
 _TURN_KEYS = {"text", "tool_calls", "usage", "delay_s"}
@@ -87,8 +88,10 @@ class ScriptedProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         """Answer with the turn whose index is the number of assistant turns so far."""
         started = time.perf_counter()
-        index = sum(1 for m in request.messages if isinstance(m, AssistantTurn))
+        index = model_turns(request.messages)  # turns folded by a compaction count too
         turn = self._turns[index] if index < len(self._turns) else ScriptedTurn()
+        if request.metadata.get("purpose") == "compaction":  # not a turn of the script
+            turn = ScriptedTurn(text=f"[scripted summary of {index} earlier model turns]")
         if turn.delay_s:
             await asyncio.sleep(turn.delay_s)
         for piece in _pieces(turn.text):

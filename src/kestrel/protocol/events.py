@@ -18,7 +18,11 @@ SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept-edits", "plan", "bypass"]
 FinishReason = Literal["done", "error", "budget", "loop", "cancelled", "hook", "unverified", "plan"]
-BudgetKind = Literal["turns", "tokens", "cost", "wall_time"]
+BudgetKind = Literal["turns", "tokens", "cost", "wall_time", "cost_per_day", "tokens_per_day"]
+"""The `_per_day` budgets count every session's spend since local midnight."""
+LoopPattern = Literal["repeat", "alternate", "oscillate"]
+"""`repeat`: one call and result again and again; `alternate`: two calls taking turns;
+`oscillate`: failing results alternating between two states, whatever calls lie between."""
 ToolKind = Literal["read", "edit", "execute"]
 """Reads change nothing; edits write files in the workspace; executes run commands."""
 ModelRole = Literal["main", "plan", "fast", "edit"]
@@ -372,9 +376,30 @@ class LoopDetected:
     """The model repeats itself; the first time it is warned, then the session stops."""
 
     type: Literal["loop_detected"] = "loop_detected"
-    pattern: Literal["repeat", "alternate"]
+    pattern: LoopPattern
     action: Literal["warn", "stop"]
     detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopRecovered:
+    """A loop was caught and broken once: the conversation went back to before it began.
+
+    The files went back too where a checkpoint recorded them. The turns after `to_seq` stay in
+    the log but no longer count for the conversation; what they spent still counts for the
+    budgets. If the loop comes back, the session stops with reason `loop`.
+    """
+
+    type: Literal["loop_recovered"] = "loop_recovered"
+    pattern: LoopPattern
+    detail: str
+    """What was detected, in a sentence for the person."""
+    to_seq: int
+    """The `model_request_started` event the conversation went back to (that turn is redone)."""
+    checkpoint_id: str | None = None
+    """The checkpoint the files were restored to; None when the files were left as they were."""
+    note: str
+    """What the model is told, after the rewound conversation, asking for another approach."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -390,6 +415,37 @@ class HookRan:
     call_id: str | None = None
     message: str = ""
     """What the hook wrote to stderr (or its reason), trimmed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MovedOutput:
+    """A large tool output in a kept turn, replaced by a reference to the file holding it."""
+
+    call_id: str
+    path: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCompacted:
+    """Older turns were folded into one message so the conversation fits the context window.
+
+    From here on the conversation is `message` followed by the newest `kept` messages. The log
+    still holds every dropped turn; rewinding to a checkpoint taken before this event restores
+    the conversation as it was.
+    """
+
+    type: Literal["context_compacted"] = "context_compacted"
+    message: str
+    kept: int
+    dropped: int
+    transcript: str
+    moved: tuple[MovedOutput, ...] = ()
+    tokens_before: int
+    tokens_after: int
+    window_tokens: int
+    trigger: Literal["auto", "manual"] = "auto"
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -530,6 +586,10 @@ class SessionFinished:
     detail: str = ""
     final_text: str = ""
     totals: Totals = field(default_factory=Totals)
+    day_cost_usd: float | None = None
+    """Every session's spend since local midnight, in US dollars; None without a daily budget."""
+    day_tokens: int | None = None
+    """Every session's tokens since local midnight; None without a daily budget."""
 
 
 Event = Annotated[
@@ -555,8 +615,10 @@ Event = Annotated[
     | ChangesApplied
     | BudgetWarning
     | LoopDetected
+    | LoopRecovered
     | HookRan
     | ContextAdded
+    | ContextCompacted
     | PromptBlocked
     | InjectionFlagged
     | TodoUpdated
@@ -592,6 +654,7 @@ __all__ = [
     "CheckStatus",
     "CheckpointCreated",
     "ContextAdded",
+    "ContextCompacted",
     "ErrorOccurred",
     "Event",
     "FailureKind",
@@ -602,6 +665,8 @@ __all__ = [
     "JSONValue",
     "Limits",
     "LoopDetected",
+    "LoopPattern",
+    "LoopRecovered",
     "ModelCompleted",
     "ModelRequestStarted",
     "ModelRetrying",
@@ -609,6 +674,7 @@ __all__ = [
     "ModelSwitched",
     "ModelTextDelta",
     "ModelToolCallDelta",
+    "MovedOutput",
     "PermissionDecided",
     "PermissionMode",
     "PlanDecided",

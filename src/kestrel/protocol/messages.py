@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -131,3 +133,19 @@ class Completion:
 
 
 StreamPart = TextDelta | ToolCallDelta | Completion
+
+
+COMPACTED_TAG = "compacted-history"
+"""The tag of the user turn that stands for compacted turns: `<compacted-history turns="N">`."""
+_COMPACTED_TURNS = re.compile(rf'<{COMPACTED_TAG} turns="(\d+)">')
+
+
+def model_turns(messages: Sequence[Message]) -> int:
+    """How many model turns a conversation holds, counting those folded into a compacted turn."""
+    count = 0
+    for message in messages:
+        if isinstance(message, AssistantTurn):
+            count += 1
+        elif isinstance(message, UserTurn) and (found := _COMPACTED_TURNS.match(message.text)):
+            count += int(found.group(1))
+    return count

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kestrel.store._common import StoreError
-from kestrel.store.base import EventStore, SessionSummary
+from kestrel.store.base import EventStore, SessionSummary, Spend
 from kestrel.store.memory import MemoryStore
 from kestrel.store.sqlite import STORE_SCHEMA_VERSION, SQLiteStore
 
@@ -39,6 +39,7 @@ __all__ = [
     "MemoryStore",
     "SQLiteStore",
     "SessionSummary",
+    "Spend",
     "StoreError",
     "default_data_dir",
     "default_store_path",

@@ -24,6 +24,19 @@ class SessionSummary:
     """`running` until a `session_finished` event, then its reason (`done`, `budget`, ...)."""
     parent_session_id: str | None = None
     """For a subagent's session, the session that started it; None for a person's session."""
+    cost_usd: float = 0.0
+    """What the session's model calls cost so far, in US dollars."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spend:
+    """What model calls cost over a span of time, across every session of the store."""
+
+    cost_usd: float = 0.0
+    tokens: int = 0
+    """Input (cached or not) plus output tokens."""
+    calls: int = 0
+    """How many model calls completed in the span."""
 
 
 class EventStore(Protocol):
@@ -47,6 +60,10 @@ class EventStore(Protocol):
 
     def sessions(self) -> Sequence[SessionSummary]:
         """Every session, newest first."""
+        ...
+
+    def spent_since(self, since: float) -> Spend:
+        """The sum of every session's `model_completed` usage recorded at or after `since`."""
         ...
 
     def resolve(self, id_or_prefix: str) -> str:

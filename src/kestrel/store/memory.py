@@ -18,9 +18,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kestrel.protocol.codec import record_from_json, record_to_json
-from kestrel.protocol.events import Event, Record, SessionStarted
+from kestrel.protocol.events import Event, ModelCompleted, Record, SessionStarted
 from kestrel.store._common import RUNNING, Notifier, check_append, choose, follow, status_after
-from kestrel.store.base import SessionSummary
+from kestrel.store.base import SessionSummary, Spend
 
 
 @dataclass(slots=True)
@@ -39,6 +39,8 @@ class MemoryStore:
         self._sessions: dict[str, _Session] = {}
         self._order = itertools.count()
         self._notifier = Notifier()
+        self._spends: list[tuple[float, float, int]] = []
+        """(at, cost in US dollars, tokens) of every `model_completed`, in append order."""
 
     def append(self, session_id: str, event: Event) -> Record:
         """Add `event` as the session's next record and wake its subscribers."""
@@ -55,11 +57,18 @@ class MemoryStore:
             record = Record(session_id=session_id, seq=seq, at=at, event=event)
             # Encode now, as the real store does, so unserialisable events fail in tests too.
             session.lines.append(record_to_json(record))
+            cost = session.summary.cost_usd
+            if isinstance(event, ModelCompleted):
+                usage = event.usage
+                tokens = usage.total_input_tokens + usage.output_tokens
+                self._spends.append((at, usage.cost_usd, tokens))
+                cost += usage.cost_usd
             session.summary = replace(
                 session.summary,
                 updated_at=at,
                 events=seq,
                 status=status_after(session.summary.status, event),
+                cost_usd=cost,
             )
         self._notifier.notify(session_id)
         return record
@@ -81,6 +90,16 @@ class MemoryStore:
             sessions = list(self._sessions.values())
         sessions.sort(key=lambda s: (s.summary.created_at, s.order), reverse=True)
         return [s.summary for s in sessions]
+
+    def spent_since(self, since: float) -> Spend:
+        """What every session's model calls recorded at or after `since` cost."""
+        with self._lock:
+            spends = [entry for entry in self._spends if entry[0] >= since]
+        return Spend(
+            cost_usd=sum(cost for _, cost, _ in spends),
+            tokens=sum(tokens for _, _, tokens in spends),
+            calls=len(spends),
+        )
 
     def resolve(self, id_or_prefix: str) -> str:
         """The one session id equal to, or else starting with, the argument."""

@@ -29,7 +29,7 @@ from kestrel.store._common import (
     follow,
     status_after,
 )
-from kestrel.store.base import SessionSummary
+from kestrel.store.base import SessionSummary, Spend
 
 STORE_SCHEMA_VERSION = 1
 """The layout of the database, kept in `PRAGMA user_version`; not the event schema version."""
@@ -54,6 +54,38 @@ _SCHEMA = (
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS sessions_by_created ON sessions (created_at)",
+)
+
+_SPEND_INDEXES = (
+    # Partial indexes over model calls only: the day's spend and each session's cost read a few
+    # rows instead of the whole log. Older stores get them on open; older Kestrels ignore them.
+    "CREATE INDEX IF NOT EXISTS events_spend_by_time ON events (at) WHERE type = 'model_completed'",
+    "CREATE INDEX IF NOT EXISTS events_spend_by_session ON events (session_id)"
+    " WHERE type = 'model_completed'",
+)
+
+_USAGE = "json_extract(json, '$.event.usage.{}')"
+_COST = f"COALESCE(SUM({_USAGE.format('cost_usd')}), 0.0)"
+_TOKENS = "COALESCE(SUM({}), 0)".format(
+    " + ".join(
+        _USAGE.format(name)
+        for name in ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
+    )
+)
+# Built from the constants above only; the one value, the time, is a bound parameter.
+_SPENT_SINCE = (
+    f"SELECT {_COST}, {_TOKENS}, COUNT(*) FROM events"  # noqa: S608
+    " WHERE type = 'model_completed' AND at >= ?"
+)
+# The parent is read from the first event, so stores written before subagents existed need no
+# migration.
+_SESSIONS_WITH_COST = (
+    "SELECT s.id, s.created_at, s.updated_at, s.task, s.cwd, s.model, s.last_seq,"  # noqa: S608
+    f" s.status, (SELECT {_COST} FROM events INDEXED BY events_spend_by_session"
+    "  WHERE session_id = s.id AND type = 'model_completed'),"
+    " json_extract(e.json, '$.event.parent_session_id')"
+    " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
+    " ORDER BY s.created_at DESC, s.rowid DESC"
 )
 
 
@@ -128,6 +160,8 @@ class SQLiteStore:
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
+            for statement in _SPEND_INDEXES:
+                conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -191,14 +225,7 @@ class SQLiteStore:
     def sessions(self) -> Sequence[SessionSummary]:
         """Every session, most recently created first."""
         with self._read_lock:
-            # The parent is read from the first event, so stores written before subagents
-            # existed need no migration.
-            rows = self._reader.execute(
-                "SELECT s.id, s.created_at, s.updated_at, s.task, s.cwd, s.model, s.last_seq,"
-                " s.status, json_extract(e.json, '$.event.parent_session_id')"
-                " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
-                " ORDER BY s.created_at DESC, s.rowid DESC"
-            ).fetchall()
+            rows = self._reader.execute(_SESSIONS_WITH_COST).fetchall()
         return [
             SessionSummary(
                 session_id=row[0],
@@ -209,10 +236,20 @@ class SQLiteStore:
                 model=row[5],
                 events=row[6],
                 status=row[7],
-                parent_session_id=row[8],
+                cost_usd=float(row[8]),
+                parent_session_id=row[9],
             )
             for row in rows
         ]
+
+    def spent_since(self, since: float) -> Spend:
+        """What every session's model calls recorded at or after `since` cost, in one query."""
+        with self._read_lock:
+            row = self._reader.execute(
+                _SPENT_SINCE,
+                (since,),
+            ).fetchone()
+        return Spend(cost_usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
 
     def resolve(self, id_or_prefix: str) -> str:
         """The one session id equal to, or else starting with, the argument."""
