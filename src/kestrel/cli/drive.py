@@ -157,7 +157,8 @@ class ConsoleApprover:
         await self.frontend.caught_up(last)
         options = "[y]es / [n]o / [a]lways for this run " if repeatable else "[y]es / [n]o "
         self.console.print(
-            f"[yellow]? {escape(reason)}.[/yellow] Allow [bold]{call.name}[/bold]? {options}",
+            f"[yellow]? {escape(reason)}.[/yellow] Allow [bold]{call.name}[/bold]? "
+            + escape(options),
             end="",
         )
         answer = await read_line()
