@@ -5,17 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from wire_server import SleepRecorder, WireServer
+from wire_server import SleepRecorder, WireServer, serving
 
 
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
-    server = WireServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serving()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from wire_server import (
     gpt_usage,
     json_reply,
     openai_sse,
+    serving,
 )
 
 from kestrel import app
@@ -51,12 +52,8 @@ TASK = "What does app.py print?"
 
 @pytest.fixture
 def backup() -> Iterator[WireServer]:
-    server = WireServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    """A second server, for the model the first one fails over to."""
+    yield from serving()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import socket
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -282,3 +282,13 @@ def closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+def serving() -> Iterator[WireServer]:
+    """A started wire server, stopped when the generator closes (the body of a fixture)."""
+    server = WireServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
