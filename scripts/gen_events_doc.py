@@ -272,7 +272,6 @@ MEANING: dict[str, dict[str, str]] = {
         "tokens_before": "Estimated input tokens of the request before compaction.",
         "tokens_after": "Estimated input tokens after it.",
         "window_tokens": "The context window it was fitted to.",
-        "trigger": "`auto` (the window filled up) or `manual` (the person asked).",
         "usage": "What the summarising call spent; counted in the session's totals, not as a "
         "turn.",
     },

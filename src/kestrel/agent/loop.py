@@ -12,7 +12,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from kestrel.agent import budgets, compaction
 from kestrel.agent.daily import DailyBudget
@@ -377,9 +376,9 @@ class AgentLoop:
         needed = self._request_tokens(self.state.messages)
         if needed <= self.config.compact_at * room:
             return None
-        return await self.compact(trigger="auto")
+        return await self._compact()
 
-    async def compact(self, *, trigger: Literal["auto", "manual"]) -> SessionFinished | None:
+    async def _compact(self) -> SessionFinished | None:
         """Fold the older turns into one message (see `compaction`); None when the session goes
         on, else how it finished (a hook stopped it, or even the newest turn does not fit)."""
         window = self.config.context_window or 0
@@ -391,7 +390,7 @@ class AgentLoop:
             if window and needed > room:
                 return self._finish("error", _overflow(needed, room))
             return None
-        verdict = await self._hook("PreCompact", {"trigger": trigger})
+        verdict = await self._hook("PreCompact", {"trigger": "auto"})
         if verdict is not None and verdict.stop_session:
             return self._finish("hook", _stopped_by(verdict))
         dropped, kept = messages[:cut], messages[cut:]
@@ -434,7 +433,6 @@ class AgentLoop:
                 tokens_before=needed,
                 tokens_after=self._request_tokens([done.message, *kept]),
                 window_tokens=window,
-                trigger=trigger,
                 usage=usage,
             )
         )

@@ -444,7 +444,6 @@ class ContextCompacted:
     tokens_before: int
     tokens_after: int
     window_tokens: int
-    trigger: Literal["auto", "manual"] = "auto"
     usage: Usage | None = None
 
 
