@@ -322,13 +322,12 @@ class ContextEngine:
         chunk_top = _top(self._chunks, chunk_scores, _CHUNK_POOL)
         best_chunk: dict[str, float] = {}
         chunk_norm = max(chunk_top.values(), default=0.0) or 1.0
-        symbol_scores: dict[tuple[str, str], float] = {}
+        chunk_hits: list[tuple[str, str, float]] = []
         for key, score in chunk_top.items():
             path, _, index = key.partition(_CHUNK_SEP)
-            best_chunk[path] = max(best_chunk.get(path, 0.0), score)
-            symbol = self._symbol(path, int(index))
-            if symbol is not None:
-                symbol_scores[(path, symbol.qualname)] = score / chunk_norm
+            if score > best_chunk.get(path, 0.0):
+                best_chunk[path] = score
+            chunk_hits.append((path, index, score))
         signals.lexical_chunk = normalised(best_chunk)
         signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
         if self._path_index is None or self._kinds is None:
@@ -339,50 +338,66 @@ class ContextEngine:
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         top_file = ranked[0][1] if ranked else 1.0
         file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
+        # Definitions are looked up only in files that can still be served.
+        symbol_scores: dict[tuple[str, str], float] = {}
+        found: dict[tuple[str, str], Symbol] = {}
+        for path, index, score in chunk_hits:
+            if path not in file_share:
+                continue
+            symbol = self._symbol(path, int(index))
+            if symbol is not None:
+                symbol_scores[(path, symbol.qualname)] = score / chunk_norm
+                found.setdefault((path, symbol.qualname), symbol)
         for named, bonus in ident_symbols.items():
             symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
-        symbol_hits = sorted(
-            (
-                self._symbol_hit(
-                    path, qualname, score + w.symbol_file_share * file_share.get(path, 0.0)
-                )
-                for (path, qualname), score in symbol_scores.items()
-                if path in file_share
-            ),
-            key=lambda h: (-h.score, h.path, h.line),
-        )
-        hits: list[FileHit] = []
-        for path, score in ranked[:k]:
-            mine = tuple(h for h in symbol_hits if h.path == path)[:per_file]
-            hits.append(
-                FileHit(
-                    path=path,
-                    score=round(score, 6),
-                    content_hash=self._records[path].content_hash,
-                    symbols=mine,
-                )
+        # Score every candidate definition, but build hits only for the ones served.
+        scored: list[tuple[float, str, int, str, Symbol]] = []
+        for (path, qualname), score in symbol_scores.items():
+            if path not in file_share:
+                continue
+            symbol = found.get((path, qualname)) or self._named_symbol(path, qualname)
+            if symbol is None:
+                continue
+            total = score + w.symbol_file_share * file_share[path]
+            scored.append((-total, path, symbol.line, qualname, symbol))
+        # (path, qualname) is unique, so the comparison never reaches the symbol itself.
+        scored.sort(key=lambda item: item[:4])
+        shown = {path for path, _ in ranked[:k]}
+        per_path: dict[str, list[SymbolHit]] = {}
+        overall: list[SymbolHit] = []
+        wanted = max(k * per_file, 10)
+        for negative, path, _, _, symbol in scored:
+            mine = per_path.setdefault(path, [])
+            want_mine = path in shown and len(mine) < per_file
+            if not want_mine and len(overall) >= wanted:
+                continue
+            hit = _symbol_hit(path, symbol, -negative)
+            if want_mine:
+                mine.append(hit)
+            if len(overall) < wanted:
+                overall.append(hit)
+        hits = tuple(
+            FileHit(
+                path=path,
+                score=round(score, 6),
+                content_hash=self._records[path].content_hash,
+                symbols=tuple(per_path.get(path, ())),
             )
-        return tuple(hits), tuple(symbol_hits[: max(k * per_file, 10)])
+            for path, score in ranked[:k]
+        )
+        return hits, tuple(overall)
+
+    def _named_symbol(self, path: str, qualname: str) -> Symbol | None:
+        record = self._records.get(path)
+        if record is None or record.symbols is None:
+            return None
+        return next((s for s in record.symbols.definitions if s.qualname == qualname), None)
 
     def _symbol(self, path: str, index: int) -> Symbol | None:
         record = self._records.get(path)
         if record is None or record.symbols is None or index >= len(record.symbols.definitions):
             return None
         return record.symbols.definitions[index]
-
-    def _symbol_hit(self, path: str, qualname: str, score: float) -> SymbolHit:
-        record = self._records[path]
-        assert record.symbols is not None
-        symbol = next(s for s in record.symbols.definitions if s.qualname == qualname)
-        return SymbolHit(
-            path=path,
-            qualname=qualname,
-            kind=symbol.kind,
-            line=symbol.line,
-            end_line=symbol.end_line,
-            signature=symbol.signature,
-            score=round(score, 6),
-        )
 
     def _is_fresh(self, path: str, digest: str) -> bool:
         record = self._records.get(path)
@@ -396,6 +411,18 @@ class ContextEngine:
             return classify(path, (self.root / path).read_bytes()).content_hash == digest
         except OSError:
             return False
+
+
+def _symbol_hit(path: str, symbol: Symbol, score: float) -> SymbolHit:
+    return SymbolHit(
+        path=path,
+        qualname=symbol.qualname,
+        kind=symbol.kind,
+        line=symbol.line,
+        end_line=symbol.end_line,
+        signature=symbol.signature,
+        score=round(score, 6),
+    )
 
 
 def _restat(record: FileRecord, entry: Entry) -> FileRecord:

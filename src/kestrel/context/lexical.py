@@ -179,26 +179,34 @@ class Bm25Index:
             return out
         avg = self._total_length / live
         norm = self.k1 * (1.0 - self.b + self.b * self._length[:n] / max(avg, 1e-9))
+        terms: list[int] = []
+        weights: list[float] = []
+        for term, weight in query.items():
+            if term >= len(self._df):
+                continue
+            df = int(self._df[term])
+            # Skipping near-universal terms saves time on big repositories; in tiny ones every
+            # term is common and skipping would leave nothing to rank.
+            if df == 0 or (live > _MIN_DOCS_TO_SKIP and df > max_df_share * live):
+                continue
+            terms.append(term)
+            weights.append(weight * float(np.log1p((live - df + 0.5) / (df + 0.5))))
+        if not terms:
+            return out
+        wanted = np.asarray(terms, dtype=np.int32)
         for segment in self._segments():
+            # One search for all the query's terms: per-term calls cost a conversion each.
+            at = np.searchsorted(segment.terms, wanted)
             slots_parts: list[IntArray] = []
             weight_parts: list[ScoreArray] = []
-            for term, weight in query.items():
-                if term >= len(self._df):
+            for i, where in enumerate(at.tolist()):
+                if where >= len(segment.terms) or segment.terms[where] != terms[i]:
                     continue
-                df = int(self._df[term])
-                # Skipping near-universal terms saves time on big repositories; in tiny ones
-                # every term is common and skipping would leave nothing to rank.
-                if df == 0 or (live > _MIN_DOCS_TO_SKIP and df > max_df_share * live):
-                    continue
-                at = int(np.searchsorted(segment.terms, term))
-                if at >= len(segment.terms) or segment.terms[at] != term:
-                    continue
-                lo, hi = int(segment.offsets[at]), int(segment.offsets[at + 1])
+                lo, hi = int(segment.offsets[where]), int(segment.offsets[where + 1])
                 slots = segment.slots[lo:hi]
                 tf = segment.tfs[lo:hi].astype(np.float64)
-                idf = np.log1p((live - df + 0.5) / (df + 0.5))
                 slots_parts.append(slots)
-                weight_parts.append(weight * idf * tf * (self.k1 + 1.0) / (tf + norm[slots]))
+                weight_parts.append(weights[i] * tf * (self.k1 + 1.0) / (tf + norm[slots]))
             if slots_parts:
                 out += np.bincount(
                     np.concatenate(slots_parts),

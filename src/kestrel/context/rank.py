@@ -145,22 +145,23 @@ class PathIndex:
     """Repository paths by their trailing components, for matching partial paths."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        self._by_name: dict[str, list[str]] = {}
+        # Parts are split once here: a mention of `__init__.py` is compared with thousands of paths.
+        self._by_name: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for path in paths:
-            self._by_name.setdefault(PurePosixPath(path).name, []).append(path)
+            parts = tuple(path.split("/"))
+            self._by_name.setdefault(parts[-1], []).append((path, parts))
 
     def lookup(self, mentioned: str) -> list[str]:
         """Paths ending with the mentioned path, at a component boundary; longest match wins."""
         mentioned = mentioned.strip().lstrip("./")
-        name = PurePosixPath(mentioned).name
-        candidates = self._by_name.get(name, [])
-        if not candidates:
+        parts = tuple(part for part in PurePosixPath(mentioned).parts if part != "/")
+        if not parts:
             return []
-        parts = PurePosixPath(mentioned).parts
+        candidates = self._by_name.get(parts[-1], [])
         best: list[str] = []
         best_len = 0
-        for path in candidates:
-            shared = _shared_tail(PurePosixPath(path).parts, parts)
+        for path, path_parts in candidates:
+            shared = _shared_tail(path_parts, parts)
             if shared > best_len:
                 best, best_len = [path], shared
             elif shared == best_len:
