@@ -1,18 +1,23 @@
-"""grep: ripgrep's JSON parsed into matches, rendered per file, capped with a note."""
+"""grep: ripgrep's output parsed into matches, rendered per file, capped with a note."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 import pytest
 
-from kestrel.tools.search import (
+from kestrel.tools.base import ToolFailed
+from kestrel.tools.grep_output import (
+    GREP_OUTPUT_FLAGS,
     GrepCollector,
     GrepLine,
     GrepMatch,
     GrepReport,
     clip_line,
     render_report,
-    run_rg,
 )
+from kestrel.tools.search import run_rg, stream_rg
 
 
 @pytest.fixture
@@ -51,12 +56,14 @@ async def test_context_lines_are_marked_and_shared_once(code):
 
 
 async def test_the_structured_matches_carry_their_context(code):
-    run = await run_rg(
-        ["--json", "--context", "1", "--regexp", "helper", "src/app.py"], cwd=code.root
-    )
     collector = GrepCollector(context=1, limit=10)
-    collector.feed(run.stdout)
+    end = await stream_rg(
+        [*GREP_OUTPUT_FLAGS, "--context", "1", "--regexp", "helper", "src/app.py"],
+        cwd=code.root,
+        on_stdout=collector.feed,
+    )
     report = collector.report()
+    assert end.exit_code == 0
     assert report.total_matches == 2 and report.total_files == 1
     assert report.matches == (
         GrepMatch(
@@ -147,3 +154,39 @@ def test_render_separates_files_and_gaps():
     )
     report = GrepReport(matches=matches, total_matches=3, total_files=2)
     assert render_report(report) == "a:1: one\n--\na:9: nine\n\nb:2: two"
+
+
+async def test_binary_files_are_skipped_in_a_walk_and_named_when_searched_by_name(ws):
+    ws.write("src/a.py", "needle = 1\n")
+    ws.write("blob.bin", b"needle\0needle\n")
+    assert (await ws.ok("grep", pattern="needle")).splitlines() == [
+        "1 matching line in 1 file under .:",
+        "",
+        "src/a.py:1: needle = 1",
+    ]
+    assert await ws.ok("grep", pattern="needle", path="blob.bin") == (
+        "Only binary files match 'needle' in blob.bin (lines not shown): blob.bin"
+    )
+    both = await ws.ok("grep", pattern="needle", glob="*.{py,bin}")
+    assert both.startswith("1 matching line in 1 file under . (files matching '*.{py,bin}'):")
+    assert both.endswith("[binary files also match (lines not shown): blob.bin]")
+
+
+async def test_a_file_name_that_is_not_utf8_is_shown_with_a_replacement_character(ws):
+    (ws.root / "caf\udce9.txt").write_bytes(b"needle\n")
+    assert "caf\ufffd.txt:1: needle" in await ws.ok("grep", pattern="needle")
+
+
+async def test_a_search_that_hangs_is_stopped_at_the_timeout(ws):
+    os.mkfifo(ws.root / "pipe")  # ripgrep waits for a writer that never comes
+    with pytest.raises(ToolFailed, match=r"longer than 0\.3 s"):
+        await run_rg(["--regexp", "x", "pipe"], cwd=ws.root, timeout_s=0.3)
+
+
+async def test_a_cancelled_search_stops_ripgrep_and_ends(ws):
+    os.mkfifo(ws.root / "pipe")
+    search = asyncio.ensure_future(run_rg(["--regexp", "x", "pipe"], cwd=ws.root))
+    await asyncio.sleep(0.2)
+    search.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await search

@@ -24,8 +24,9 @@ from kestrel.context.model import FileSymbols, SearchResult, Symbol
 from kestrel.context.repomap import RepoMap, render_repo_map
 from kestrel.context.symbols import extract_symbols, language_for, outline
 from kestrel.tools.base import ToolContext, ToolFailed, ToolKind, ToolOutcome
+from kestrel.tools.grep_output import GREP_OUTPUT_FLAGS, GrepCollector, GrepMatch, GrepReport
 from kestrel.tools.paths import display_path, looks_binary, resolve_path
-from kestrel.tools.search import GrepCollector, GrepMatch, GrepReport, run_rg
+from kestrel.tools.search import grep_batches
 
 T = TypeVar("T")
 EngineFactory = Callable[[Path], ContextEngine]
@@ -290,14 +291,10 @@ class FindReferences(_CodeTool):
 
         files, definitions = await self._ask(ctx, look)
         collector = GrepCollector(context=0, limit=MAX_REFERENCES)
-        flags = ["--json", "--sort", "path", "--no-config", "--word-regexp", "--fixed-strings"]
-        problems: list[str] = []
-        for batch in _batches(files):
-            run = await run_rg([*flags, "--regexp", name, "--", *batch], cwd=ctx.root.resolve())
-            collector.feed(run.stdout)
-            if run.exit_code == 2:
-                problems.append(run.stderr)
-        report = collector.report()
+        flags = [*GREP_OUTPUT_FLAGS, "--no-config", "--word-regexp", "--fixed-strings"]
+        report, problems = await grep_batches(
+            collector, [*flags, "--regexp", name], list(_batches(files)), cwd=ctx.root.resolve()
+        )
         if problems and not report.matches:
             raise ToolFailed(f"find_references failed: {problems[0].splitlines()[0]}")
         text = render_references(name, report, definitions)
