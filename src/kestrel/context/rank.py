@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from kestrel.context.model import Symbol
@@ -45,11 +46,13 @@ class Signals:
     mention: dict[str, float] = field(default_factory=dict)
 
 
+@lru_cache(maxsize=1 << 17)
 def is_test_path(path: str) -> bool:
     """Whether a path looks like a test file or lives in a tests directory."""
     return bool(_TEST_FILE.search(path))
 
 
+@lru_cache(maxsize=1 << 17)
 def is_doc_path(path: str) -> bool:
     """Whether a path lives under docs, examples or benchmarks."""
     return bool(_DOC_FILE.search(path))
@@ -145,32 +148,20 @@ class PathIndex:
     """Repository paths by their trailing components, for matching partial paths."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        # Parts are split once here: a mention of `__init__.py` is compared with thousands of paths.
-        self._by_name: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        # Every tail of every path, so a lookup is a few dict probes: comparing a mention of
+        # `__init__.py` with each of thousands of such files cost most of a query's time.
+        self._by_tail: dict[tuple[str, ...], list[str]] = {}
         for path in paths:
             parts = tuple(path.split("/"))
-            self._by_name.setdefault(parts[-1], []).append((path, parts))
+            for cut in range(len(parts)):
+                self._by_tail.setdefault(parts[cut:], []).append(path)
 
     def lookup(self, mentioned: str) -> list[str]:
         """Paths ending with the mentioned path, at a component boundary; longest match wins."""
         mentioned = mentioned.strip().lstrip("./")
         parts = tuple(part for part in PurePosixPath(mentioned).parts if part != "/")
-        if not parts:
-            return []
-        candidates = self._by_name.get(parts[-1], [])
-        best: list[str] = []
-        best_len = 0
-        for path, path_parts in candidates:
-            shared = _shared_tail(path_parts, parts)
-            if shared > best_len:
-                best, best_len = [path], shared
-            elif shared == best_len:
-                best.append(path)
-        return best if len(best) <= 3 else []
-
-
-def _shared_tail(a: tuple[str, ...], b: tuple[str, ...]) -> int:
-    n = 0
-    while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
-        n += 1
-    return n
+        for cut in range(len(parts)):
+            found = self._by_tail.get(parts[cut:])
+            if found:
+                return list(found) if len(found) <= 3 else []
+        return []
