@@ -20,6 +20,7 @@ from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
 from kestrel.agent.subagents import SubagentRunner, context_note, task_tool
+from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
@@ -405,7 +406,7 @@ def has_uncommitted_work(root: Path) -> bool:
 
 def _open_index(root: Path) -> ContextEngine:
     """The context engine for a workspace, its index in the user's cache directory."""
-    return ContextEngine.open(root)
+    return ContextEngine.open(root, embedder=default_embedder())
 
 
 def _user_config_dir() -> Path:

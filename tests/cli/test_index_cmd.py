@@ -17,6 +17,8 @@ FORMAT = "export function formatTotal(amount) {\n  return amount.toFixed(2);\n}\
 def cached(env: Env, tmp_path: Path) -> Env:
     """The project with a JavaScript file and a README too, its index in a temporary cache."""
     env.vars["KESTREL_CACHE_DIR"] = str(tmp_path / "cache")
+    # Distilling the embedding model takes a minute per fresh cache; these tests rank lexically.
+    env.vars["KESTREL_EMBEDDER"] = "none"
     (env.project / "format.js").write_text(FORMAT)
     (env.project / "README.md").write_text("# Calculator\n\nA tiny calculator for sums.\n")
     return env

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kestrel.context.engine import ContextEngine
@@ -202,4 +205,131 @@ def test_in_memory_index(repo: Path) -> None:
     engine = ContextEngine.open(repo, persist=False)
     engine.refresh()
     assert engine.search("Catalog").files[0].path == "shop/catalog.py"
+    engine.close()
+
+
+# ----------------------------------------------------------------------------- semantic layer
+
+CONCEPTS = {
+    "vehicle": 0, "automobile": 0, "car": 0, "truck": 0, "engine": 0,
+    "invoice": 1, "payment": 1, "money": 1, "refund": 1,
+    "weather": 2, "rain": 2, "forecast": 2, "storm": 2,
+}  # fmt: skip
+MEANING = {
+    "garage/fleet.py": (
+        "class Automobile:\n"
+        "    def start_engine(self):\n        return True\n\n"
+        "def park_truck(spot):\n    return spot\n"
+    ),
+    "billing/settle.py": "def settle_invoice(invoice, money):\n    return invoice.refund(money)\n",
+    "sky/outlook.py": "def tomorrow(storm, rain):\n    return storm or rain\n",
+}
+
+
+class ConceptEmbedder:
+    """Words of a few concepts pull a text towards that concept's axis; the rest is ignored."""
+
+    def __init__(self, name: str = "concepts-1") -> None:
+        self.name = name
+        self.dim = 4
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                if word in CONCEPTS:
+                    out[row, CONCEPTS[word]] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out
+
+
+@pytest.fixture
+def meaning(tmp_path: Path) -> Path:
+    root = tmp_path / "meaning"
+    root.mkdir()
+    write(root, MEANING)
+    return root
+
+
+def test_a_file_with_no_word_of_the_task_is_found_by_meaning(meaning: Path, tmp_path: Path) -> None:
+    embedder = ConceptEmbedder()
+    engine = ContextEngine.open(meaning, tmp_path / "cache", embedder=embedder)
+    engine.refresh()
+    result = engine.search("my vehicle makes a noise")
+    assert result.files[0].path == "garage/fleet.py"
+    # A close chunk lifts its definition too.
+    assert result.files[0].symbols[0].qualname in {"Automobile", "Automobile.start_engine"}
+    assert engine.search("forecast for tomorrow").files[0].path == "sky/outlook.py"
+    engine.close()
+    lexical = ContextEngine.open(meaning, tmp_path / "plain")
+    lexical.refresh()
+    assert lexical.search("my vehicle makes a noise").files == ()
+    lexical.close()
+
+
+def test_vectors_persist_and_only_changed_files_are_embedded(meaning: Path, tmp_path: Path) -> None:
+    first = ConceptEmbedder()
+    engine = ContextEngine.open(meaning, tmp_path / "cache", embedder=first)
+    engine.refresh()
+    # One text per definition, then one for the file.
+    assert len(first.seen) == (3 + 1) + (1 + 1) + (1 + 1)
+    engine.close()
+
+    again = ConceptEmbedder()
+    engine = ContextEngine.open(meaning, tmp_path / "cache", embedder=again)
+    report = engine.refresh()
+    assert (report.added, report.changed, report.removed) == (0, 0, 0)
+    assert again.seen == []
+    assert engine.search("payment problems").files[0].path == "billing/settle.py"
+    assert again.seen == ["payment problems"]
+
+    again.seen.clear()
+    target = meaning / "sky" / "outlook.py"
+    target.write_text("def tomorrow(vehicle):\n    return vehicle\n")
+    bump(target)
+    engine.refresh()
+    assert again.seen == [
+        "tomorrow\ndef tomorrow(vehicle):\n    return vehicle",
+        "sky/outlook.py\n",
+    ]
+    top = [h.path for h in engine.search("truck").files[:2]]
+    assert sorted(top) == ["garage/fleet.py", "sky/outlook.py"]
+
+    (meaning / "garage" / "fleet.py").unlink()
+    engine.refresh()
+    assert "garage/fleet.py" not in [h.path for h in engine.search("automobile car").files]
+    engine.close()
+
+
+def test_another_embedder_embeds_everything_again(meaning: Path, tmp_path: Path) -> None:
+    engine = ContextEngine.open(meaning, tmp_path / "cache", embedder=ConceptEmbedder())
+    engine.refresh()
+    engine.close()
+    # Opened without an embedder the index still ranks, by words alone.
+    plain = ContextEngine.open(meaning, tmp_path / "cache")
+    assert plain.refresh().changed == 0
+    assert plain.search("settle_invoice").files[0].path == "billing/settle.py"
+    assert plain.search("my vehicle makes a noise").files == ()
+    plain.close()
+    other = ConceptEmbedder("concepts-2")
+    engine = ContextEngine.open(meaning, tmp_path / "cache", embedder=other)
+    engine.refresh()
+    assert len(other.seen) == 8
+    assert engine.search("my vehicle makes a noise").files[0].path == "garage/fleet.py"
+    engine.close()
+
+
+def test_an_index_built_without_embedder_is_embedded_later(meaning: Path, tmp_path: Path) -> None:
+    plain = ContextEngine.open(meaning, tmp_path / "cache")
+    plain.refresh()
+    plain.close()
+    late = ConceptEmbedder()
+    engine = ContextEngine.open(meaning, tmp_path / "cache", embedder=late)
+    engine.refresh()
+    assert len(late.seen) == 8
+    assert engine.search("storm warning").files[0].path == "sky/outlook.py"
     engine.close()

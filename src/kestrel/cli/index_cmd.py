@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE
+from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import default_cache_dir, index_path_for
 from kestrel.context.model import IndexReport, SearchResult
@@ -147,8 +148,11 @@ def _repository(cwd: Path | None) -> Path:
 
 @contextmanager
 def _engine(root: Path) -> Iterator[ContextEngine]:
+    # The first run on a machine distils the embedding model: show it like indexing.
+    with _progress_bar("preparing the embedding model (once)", min_total=0) as progress:
+        embedder = default_embedder(progress=progress)
     try:
-        engine = ContextEngine.open(root, default_cache_dir())
+        engine = ContextEngine.open(root, default_cache_dir(), embedder=embedder)
     except (OSError, sqlite3.Error) as exc:
         index = index_path_for(root, default_cache_dir())
         _fail(f"cannot open the index at {index}: {exc}", EXIT_ERROR)
@@ -164,23 +168,25 @@ def _refresh(engine: ContextEngine) -> IndexReport:
 
 
 @contextmanager
-def _progress_bar() -> Iterator[Callable[[int, int], None]]:
-    """A progress callback that draws a bar on stderr once a refresh has many files to read."""
+def _progress_bar(
+    label: str = "indexing", min_total: int = PROGRESS_MIN_FILES
+) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback that draws a bar on stderr once there are many items to do."""
     bar: Progress | None = None
     task: TaskID | None = None
 
     def update(done: int, total: int) -> None:
         nonlocal bar, task
         if bar is None:
-            if total <= PROGRESS_MIN_FILES:
+            if total <= min_total:
                 return
             bar = Progress(
-                TextColumn("indexing"),
+                TextColumn(label),
                 BarColumn(),
                 MofNCompleteColumn(),
                 console=Console(stderr=True),
             )
-            task = bar.add_task("indexing", total=total)
+            task = bar.add_task(label, total=total)
             bar.start()
         assert task is not None
         bar.update(task, completed=done)

@@ -1,4 +1,4 @@
-"""One file's text turned into what the index stores: symbols and bags of terms."""
+"""One file's text turned into what the index stores: symbols, bags of terms, chunk texts."""
 
 from __future__ import annotations
 
@@ -11,15 +11,22 @@ from kestrel.context.tokens import path_tokens, split_identifier, token_counts
 
 PATH_WEIGHT = 3
 """A path term counts like this many occurrences in the body: names say what a file is."""
+TEXT_CHARS = 2000
+"""Chunk texts are cut here: embedders read only their start anyway."""
 
 
 @dataclass(frozen=True, slots=True)
 class Analysis:
-    """Symbols, the whole file's terms, and the terms of each definition (in symbol order)."""
+    """Symbols, the whole file's terms, and the terms of each definition (in symbol order).
+
+    `texts` has one text per definition (its qualified name, then its own lines), then one for
+    the file (its path, then the lines outside every definition): what an embedder reads.
+    """
 
     symbols: FileSymbols | None
     terms: Counter[str]
     chunks: tuple[Counter[str], ...]
+    texts: tuple[str, ...]
 
 
 def analyze(path: str, text: str, *, parse: bool = True) -> Analysis:
@@ -39,14 +46,19 @@ def analyze(path: str, text: str, *, parse: bool = True) -> Analysis:
     for n, line in enumerate(lines):
         regions[owner[n]].append(line)
     chunks: list[Counter[str]] = []
+    texts: list[str] = []
     total: Counter[str] = Counter()
     for index, d in enumerate(definitions):
-        bag = token_counts("\n".join(regions[index]))
+        body = "\n".join(regions[index])
+        bag = token_counts(body)
         total.update(bag)
         bag.update(p for p in split_identifier(d.qualname.replace(".", "_")) if len(p) > 1)
         bag[d.name.lower()] += 1
         chunks.append(bag)
-    total.update(token_counts("\n".join(regions[-1])))
+        texts.append(f"{d.qualname}\n{body[:TEXT_CHARS]}")
+    rest = "\n".join(regions[-1])
+    total.update(token_counts(rest))
     for term in path_tokens(path):
         total[term] += PATH_WEIGHT
-    return Analysis(symbols=symbols, terms=total, chunks=tuple(chunks))
+    texts.append(f"{path}\n{rest[:TEXT_CHARS]}")
+    return Analysis(symbols=symbols, terms=total, chunks=tuple(chunks), texts=tuple(texts))

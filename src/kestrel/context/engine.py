@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from kestrel.context.analysis import analyze
+from kestrel.context.embed import Embedder
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
 from kestrel.context.inventory import MAX_RANKED_BYTES, Entry, classify, hash_file, list_files
 from kestrel.context.lexical import Bm25Index, ScoreArray, Vocabulary
@@ -24,6 +26,7 @@ from kestrel.context.rank import (
     mention_scores,
     normalised,
 )
+from kestrel.context.semantic import VectorIndex, spread
 from kestrel.context.watch import ChangeWatcher
 
 Progress = Callable[[int, int], None]
@@ -32,15 +35,28 @@ Progress = Callable[[int, int], None]
 RANKED_KINDS = frozenset({"code", "text"})
 _CHUNK_SEP = "\0"
 _CHUNK_POOL = 3000
+_SEMANTIC_FILES = 200
+_SEMANTIC_ROWS = 200
+EMBED_BATCH = 4096
+"""Texts embedded in one call while indexing: large enough to batch, small enough to hold."""
 
 
 class ContextEngine:
     """Index, freshness and search for the files under `root`."""
 
-    def __init__(self, root: Path, store: IndexStore, *, weights: Weights | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        store: IndexStore,
+        *,
+        weights: Weights | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.root = root
         self.weights = weights or Weights()
         self._store = store
+        self._embedder = embedder
+        self._vectors = VectorIndex()
         self._vocab = Vocabulary(store.vocabulary())
         self._records: dict[str, FileRecord] = {}
         self._files = Bm25Index(k1=1.2, b=0.75)
@@ -56,12 +72,22 @@ class ContextEngine:
 
     @classmethod
     def open(
-        cls, root: Path, cache_dir: Path | None = None, *, persist: bool = True
+        cls,
+        root: Path,
+        cache_dir: Path | None = None,
+        *,
+        persist: bool = True,
+        embedder: Embedder | None = None,
     ) -> ContextEngine:
-        """The engine for `root`, its index kept under `cache_dir` (or in memory)."""
+        """The engine for `root`, its index kept under `cache_dir` (or in memory).
+
+        With an `embedder`, chunks are embedded as they are indexed and ranked by meaning too;
+        an index embedded by another model is embedded again on the next refresh.
+        """
         root = root.resolve()
         path = index_path_for(root, cache_dir or default_cache_dir()) if persist else None
-        return cls(root, IndexStore(path))
+        name = None if embedder is None else embedder.name
+        return cls(root, IndexStore(path, embedder=name), embedder=embedder)
 
     def close(self) -> None:
         """Stop watching and close the index file."""
@@ -113,6 +139,11 @@ class ContextEngine:
         self._chunks.bulk_load(
             (f"{r.path}{_CHUNK_SEP}{i}", *chunk) for r in ranked for i, chunk in enumerate(r.chunks)
         )
+        self._vectors.bulk_load(
+            (r.path, r.vectors)
+            for r in ranked
+            if r.vectors is not None and not self._lacks_vectors(r)
+        )
         for record in ranked:
             self._add_names(record)
 
@@ -127,6 +158,7 @@ class ContextEngine:
             for e in entries
             if (r := self._records.get(e.path)) is None
             or (r.size, r.mtime_ns) != (e.size, e.mtime_ns)
+            or self._lacks_vectors(r)
         ]
         added = sum(1 for e in todo if e.path not in self._records)
         changed = self._update(todo, removed, progress)
@@ -167,23 +199,41 @@ class ContextEngine:
         touched: list[tuple[str, int, int]] = []
         # Many changes at once (a first index, a checkout): rebuild the postings once at the end.
         bulk = len(todo) + len(removed) > max(500, len(self._records) // 10)
+        pending: list[tuple[FileRecord, tuple[str, ...]]] = []
+        pending_texts = 0
+
+        def flush() -> None:
+            for record in self._embedded(pending):
+                if bulk:
+                    self._records[record.path] = record
+                else:
+                    self._put(record)
+                upserts.append(record)
+            pending.clear()
+
         for n, entry in enumerate(todo):
             if progress is not None and (n % 200 == 0 or n == len(todo) - 1):
                 progress(n + 1, len(todo))
-            record = self._read(entry)
-            if record is None:
+            read = self._read(entry)
+            if read is None:
                 removed = [*removed, entry.path]
                 continue
+            record, texts = read
             old = self._records.get(entry.path)
-            if old is not None and old.content_hash == record.content_hash:
+            if (
+                old is not None
+                and old.content_hash == record.content_hash
+                and not self._lacks_vectors(old)
+            ):
                 self._records[entry.path] = _restat(old, entry)
                 touched.append((entry.path, entry.size, entry.mtime_ns))
                 continue
-            if bulk:
-                self._records[record.path] = record
-            else:
-                self._put(record)
-            upserts.append(record)
+            pending.append((record, texts))
+            pending_texts += len(texts)
+            if pending_texts >= EMBED_BATCH:
+                flush()
+                pending_texts = 0
+        flush()
         for path in removed:
             if bulk:
                 self._records.pop(path, None)
@@ -197,21 +247,23 @@ class ContextEngine:
             self._store.touch(touched)
         return len(upserts)
 
-    def _read(self, entry: Entry) -> FileRecord | None:
+    def _read(self, entry: Entry) -> tuple[FileRecord, tuple[str, ...]] | None:
+        """The file's record (without vectors) and the texts to embed for it."""
         empty = (np.zeros(0, np.int32), np.zeros(0, np.float32))
         try:
             if entry.size > MAX_RANKED_BYTES:
                 # Never hold a huge file in memory: hash it in pieces and list it unranked.
                 digest = hash_file(self.root / entry.path)
-                return FileRecord(
+                huge = FileRecord(
                     entry.path, entry.size, entry.mtime_ns, digest, "huge", None, empty, ()
                 )
+                return huge, ()
             data = (self.root / entry.path).read_bytes()
         except OSError:
             return None
         judged = classify(entry.path, data)
         if judged.kind not in RANKED_KINDS:
-            return FileRecord(
+            unranked = FileRecord(
                 entry.path,
                 entry.size,
                 entry.mtime_ns,
@@ -221,9 +273,10 @@ class ContextEngine:
                 empty,
                 (),
             )
+            return unranked, ()
         text = data.decode("utf-8", errors="replace")
         analysis = analyze(entry.path, text, parse=judged.kind == "code")
-        return FileRecord(
+        record = FileRecord(
             path=entry.path,
             size=entry.size,
             mtime_ns=entry.mtime_ns,
@@ -233,6 +286,31 @@ class ContextEngine:
             terms=self._vocab.vector(analysis.terms),
             chunks=tuple(self._vocab.vector(c) for c in analysis.chunks),
         )
+        return record, analysis.texts
+
+    def _embedded(self, pending: Sequence[tuple[FileRecord, tuple[str, ...]]]) -> list[FileRecord]:
+        """The records with their vectors, all their texts embedded in one call."""
+        if self._embedder is None:
+            return [record for record, _ in pending]
+        texts = [text for _, file_texts in pending for text in file_texts]
+        if not texts:
+            return [record for record, _ in pending]
+        vectors = self._embedder.embed(texts).astype(np.float16)
+        out: list[FileRecord] = []
+        at = 0
+        for record, file_texts in pending:
+            if file_texts:
+                record = replace(record, vectors=vectors[at : at + len(file_texts)])
+                at += len(file_texts)
+            out.append(record)
+        return out
+
+    def _lacks_vectors(self, record: FileRecord) -> bool:
+        """Whether a ranked file still needs embedding by the current embedder."""
+        if self._embedder is None or record.kind not in RANKED_KINDS:
+            return False
+        vectors = record.vectors
+        return vectors is None or vectors.shape != (len(record.chunks) + 1, self._embedder.dim)
 
     def _put(self, record: FileRecord) -> None:
         old = self._records.get(record.path)
@@ -247,6 +325,8 @@ class ContextEngine:
         self._files.put(record.path, *record.terms)
         for i, chunk in enumerate(record.chunks):
             self._chunks.put(f"{record.path}{_CHUNK_SEP}{i}", *chunk)
+        if record.vectors is not None and not self._lacks_vectors(record):
+            self._vectors.put(record.path, record.vectors)
         self._add_names(record)
 
     def _drop(self, path: str, *, replacing: bool = False) -> None:
@@ -258,6 +338,7 @@ class ContextEngine:
         self._files.remove(path)
         for i in range(len(old.chunks)):
             self._chunks.remove(f"{path}{_CHUNK_SEP}{i}")
+        self._vectors.remove(path)
         if old.symbols is not None:
             for name in {symbol.name for symbol in old.symbols.definitions}:
                 owners = self._by_name.get(name)
@@ -329,6 +410,7 @@ class ContextEngine:
                 best_chunk[path] = score
             chunk_hits.append((path, index, score))
         signals.lexical_chunk = normalised(best_chunk)
+        signals.semantic = self._semantic(query, symbol_scores)
         signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
         if self._path_index is None or self._kinds is None:
             self._path_index = PathIndex(list(self._records))
@@ -393,6 +475,26 @@ class ContextEngine:
             return None
         return next((s for s in record.symbols.definitions if s.qualname == qualname), None)
 
+    def _semantic(
+        self, query: TaskQuery, symbol_scores: dict[tuple[str, str], float]
+    ) -> dict[str, float]:
+        """Files by their chunk closest in meaning to the task; close chunks lift definitions."""
+        w = self.weights
+        if self._embedder is None or not len(self._vectors) or w.semantic + w.semantic_symbol <= 0:
+            return {}
+        vector = self._embedder.embed([query.text])[0]
+        if not vector.any():
+            return {}
+        hits = self._vectors.search(vector, files=_SEMANTIC_FILES, rows=_SEMANTIC_ROWS)
+        rows = spread({f"{path}{_CHUNK_SEP}{i}": score for path, i, score in hits.rows})
+        for key, score in rows.items():
+            path, _, index = key.partition(_CHUNK_SEP)
+            symbol = self._symbol(path, int(index))  # None for the file's own row
+            if symbol is not None:
+                named = (path, symbol.qualname)
+                symbol_scores[named] = symbol_scores.get(named, 0.0) + w.semantic_symbol * score
+        return spread(hits.files)
+
     def _symbol(self, path: str, index: int) -> Symbol | None:
         record = self._records.get(path)
         if record is None or record.symbols is None or index >= len(record.symbols.definitions):
@@ -426,16 +528,7 @@ def _symbol_hit(path: str, symbol: Symbol, score: float) -> SymbolHit:
 
 
 def _restat(record: FileRecord, entry: Entry) -> FileRecord:
-    return FileRecord(
-        record.path,
-        entry.size,
-        entry.mtime_ns,
-        record.content_hash,
-        record.kind,
-        record.symbols,
-        record.terms,
-        record.chunks,
-    )
+    return replace(record, size=entry.size, mtime_ns=entry.mtime_ns)
 
 
 def _top(index: Bm25Index, scores: ScoreArray, n: int) -> dict[str, float]:

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from kestrel.context.lexical import FloatArray, IntArray
 from kestrel.context.model import FileKind, FileSymbols, Symbol
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """Bump when the layout, tokenisation or analysis changes: old indexes are then rebuilt."""
 INDEX_FILE_NAME = "index.sqlite"
 
@@ -32,6 +33,8 @@ class FileRecord:
     symbols: FileSymbols | None
     terms: tuple[IntArray, FloatArray]
     chunks: tuple[tuple[IntArray, FloatArray], ...]
+    vectors: npt.NDArray[np.float16] | None = None
+    """One unit vector per chunk, then one for the file: shape (len(chunks) + 1, dim)."""
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
@@ -58,15 +61,20 @@ CREATE TABLE IF NOT EXISTS files (
   path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
   hash TEXT NOT NULL, kind TEXT NOT NULL, symbols TEXT,
   terms BLOB NOT NULL, tfs BLOB NOT NULL,
-  chunk_offsets BLOB NOT NULL, chunk_terms BLOB NOT NULL, chunk_tfs BLOB NOT NULL
+  chunk_offsets BLOB NOT NULL, chunk_terms BLOB NOT NULL, chunk_tfs BLOB NOT NULL,
+  vectors BLOB
 );
 """
 
 
 class IndexStore:
-    """Reads and writes file records and the vocabulary; one writer at a time."""
+    """Reads and writes file records and the vocabulary; one writer at a time.
 
-    def __init__(self, path: Path | None) -> None:
+    `embedder` names the model whose vectors the index holds: vectors stored by another model
+    are dropped on opening (the engine embeds those files again). None leaves them as they are.
+    """
+
+    def __init__(self, path: Path | None, *, embedder: str | None = None) -> None:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -84,6 +92,11 @@ class IndexStore:
         self._db.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
         )
+        if embedder is not None and self._meta("embedder") != embedder:
+            self._db.execute("UPDATE files SET vectors = NULL")
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedder', ?)", (embedder,)
+            )
         self._db.commit()
 
     def close(self) -> None:
@@ -92,9 +105,12 @@ class IndexStore:
 
     def _version(self) -> str | None:
         try:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            return self._meta("schema")
         except sqlite3.OperationalError:
             return None
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def vocabulary(self) -> list[str]:
@@ -105,7 +121,7 @@ class IndexStore:
         """Every stored file record."""
         cursor = self._db.execute(
             "SELECT path, size, mtime_ns, hash, kind, symbols, terms, tfs,"
-            " chunk_offsets, chunk_terms, chunk_tfs FROM files"
+            " chunk_offsets, chunk_terms, chunk_tfs, vectors FROM files"
         )
         for row in cursor:
             yield _record(row)
@@ -126,7 +142,7 @@ class IndexStore:
             )
             self._db.executemany("DELETE FROM files WHERE path = ?", ((p,) for p in removals))
             self._db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (_row(r) for r in upserts),
             )
 
@@ -155,11 +171,12 @@ def _row(r: FileRecord) -> tuple[object, ...]:
         offsets.tobytes(),
         chunk_terms.astype(np.int32).tobytes(),
         chunk_tfs.astype(np.float32).tobytes(),
+        None if r.vectors is None else r.vectors.astype(np.float16).tobytes(),
     )
 
 
 def _record(row: tuple[object, ...]) -> FileRecord:
-    path, size, mtime, digest, kind, symbols, terms, tfs, offsets, c_terms, c_tfs = row
+    path, size, mtime, digest, kind, symbols, terms, tfs, offsets, c_terms, c_tfs, vectors = row
     bounds = np.frombuffer(_bytes(offsets), dtype=np.int32)
     all_terms = np.frombuffer(_bytes(c_terms), dtype=np.int32)
     all_tfs = np.frombuffer(_bytes(c_tfs), dtype=np.float32)
@@ -179,7 +196,15 @@ def _record(row: tuple[object, ...]) -> FileRecord:
             np.frombuffer(_bytes(tfs), dtype=np.float32),
         ),
         chunks=chunks,
+        vectors=None if vectors is None else _vectors(_bytes(vectors), len(chunks) + 1),
     )
+
+
+def _vectors(data: bytes, rows: int) -> npt.NDArray[np.float16] | None:
+    flat = np.frombuffer(data, dtype=np.float16)
+    if rows == 0 or len(flat) % rows:
+        return None
+    return flat.reshape(rows, len(flat) // rows)
 
 
 def _bytes(value: object) -> bytes:

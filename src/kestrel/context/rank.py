@@ -30,6 +30,9 @@ class Weights:
     lexical_chunk: float = 1.0
     identifier: float = 1.0
     mention: float = 1.0
+    semantic: float = 0.5
+    semantic_symbol: float = 0.1
+    """How much a chunk close in meaning lifts its definition (more cost function accuracy)."""
     test_prior: float = 0.3
     doc_prior: float = 0.5
     text_prior: float = 0.5
@@ -44,6 +47,7 @@ class Signals:
     lexical_chunk: dict[str, float] = field(default_factory=dict)
     identifier: dict[str, float] = field(default_factory=dict)
     mention: dict[str, float] = field(default_factory=dict)
+    semantic: dict[str, float] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=1 << 17)
@@ -124,7 +128,11 @@ def fuse(
     tests_ok = about_tests(query)
     ident = normalised(signals.identifier)
     candidates = (
-        set(signals.lexical_file) | set(signals.lexical_chunk) | set(ident) | set(signals.mention)
+        set(signals.lexical_file)
+        | set(signals.lexical_chunk)
+        | set(ident)
+        | set(signals.mention)
+        | set(signals.semantic)
     )
     fused: dict[str, float] = {}
     for path in candidates:
@@ -133,6 +141,7 @@ def fuse(
             + w.lexical_chunk * signals.lexical_chunk.get(path, 0.0)
             + w.identifier * ident.get(path, 0.0)
             + w.mention * signals.mention.get(path, 0.0)
+            + w.semantic * signals.semantic.get(path, 0.0)
         )
         if not tests_ok and is_test_path(path):
             score *= w.test_prior
