@@ -228,9 +228,14 @@ def test_a_damaged_table_is_distilled_again(model_dir: Path, tmp_path: Path) -> 
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
 
-def test_embedder_switched_off_or_missing(tmp_path: Path) -> None:
+def test_embedder_switched_off_or_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert default_embedder(tmp_path, env={}) is None  # off unless asked for
     assert default_embedder(tmp_path, env={"KESTREL_EMBEDDER": "none"}) is None
     assert default_embedder(tmp_path, env={"KESTREL_EMBEDDER": "off"}) is None
+    assert default_embedder(tmp_path, env={"KESTREL_EMBEDDER": "bert"}) is None
+    assert "unknown KESTREL_EMBEDDER 'bert'" in capsys.readouterr().err
     assert weights_dir("no_such_weights_package") is None
     assert not (tmp_path / "embedders").exists()
 

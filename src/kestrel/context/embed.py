@@ -135,20 +135,34 @@ _LOADED: dict[Path, StaticEmbedder] = {}
 _LOADING = threading.Lock()
 
 
+DEFAULT_EMBEDDER = "none"
+"""What `KESTREL_EMBEDDER` means when unset."""
+
+
 def default_embedder(
     cache_dir: Path | None = None,
     *,
     env: Mapping[str, str] | None = None,
     progress: DistilProgress | None = None,
 ) -> Embedder | None:
-    """The static model when its weights and `tokenizers` are installed and it is not off.
+    """The static model when it is asked for and its weights and `tokenizers` are installed.
 
-    `KESTREL_EMBEDDER=none` switches it off. The first call on a machine distils the table
+    Off unless `KESTREL_EMBEDDER=static`: on the localization dev split it did not improve the
+    ranking while adding a fifth to indexing time and half to memory (docs/benchmarks.md), so
+    it is offered, not imposed. The first call on a machine distils the table
     (about a minute on two cores); `progress` hears about it, else one line goes to stderr.
     One instance is shared per cache directory in a process.
     """
     env = os.environ if env is None else env
-    if env.get("KESTREL_EMBEDDER", "static").strip().lower() in ("none", "off", "0", "false"):
+    choice = env.get("KESTREL_EMBEDDER", DEFAULT_EMBEDDER).strip().lower()
+    if choice in ("none", "off", "0", "false", ""):
+        return None
+    if choice != "static":
+        print(
+            f"kestrel: unknown KESTREL_EMBEDDER {choice!r} (choose static or none); "
+            "ranking without embeddings",
+            file=sys.stderr,
+        )
         return None
     model_dir = weights_dir()
     if model_dir is None or not all(

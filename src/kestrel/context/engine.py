@@ -410,7 +410,8 @@ class ContextEngine:
                 best_chunk[path] = score
             chunk_hits.append((path, index, score))
         signals.lexical_chunk = normalised(best_chunk)
-        signals.semantic = self._semantic(query, symbol_scores)
+        semantic_symbols: dict[tuple[str, str], float] = {}
+        signals.semantic = self._semantic(query, semantic_symbols)
         signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
         if self._path_index is None or self._kinds is None:
             self._path_index = PathIndex(list(self._records))
@@ -430,7 +431,7 @@ class ContextEngine:
             if symbol is not None:
                 symbol_scores[(path, symbol.qualname)] = score / chunk_norm
                 found.setdefault((path, symbol.qualname), symbol)
-        for named, bonus in ident_symbols.items():
+        for named, bonus in (*ident_symbols.items(), *semantic_symbols.items()):
             symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
         # Score every candidate definition, but build hits only for the ones served.
         scored: list[tuple[float, str, int, str, Symbol]] = []

@@ -30,8 +30,8 @@ class Weights:
     lexical_chunk: float = 1.0
     identifier: float = 1.0
     mention: float = 1.0
-    semantic: float = 0.5
-    semantic_symbol: float = 0.1
+    semantic: float = 0.15
+    semantic_symbol: float = 0.0
     """How much a chunk close in meaning lifts its definition (more cost function accuracy)."""
     test_prior: float = 0.3
     doc_prior: float = 0.5
