@@ -129,7 +129,9 @@ def test_distil_encodes_the_chosen_tokens_only(encoder: BertEncoder) -> None:
     assert not table[:5].any() and not table[30:].any()
     assert np.abs(table[chosen]).sum(axis=1).min() > 0
     assert calls[-1] == (25, 25) and len(calls) == 4
-    assert np.array_equal(table, distil(encoder, chosen, cls_id=2, sep_id=3, dim=6, batch=5))
+    # Batching changes only the rounding of the matrix products.
+    again = distil(encoder, chosen, cls_id=2, sep_id=3, dim=6, batch=5)
+    assert np.allclose(table, again, atol=1e-5)
 
 
 def test_pca_orders_directions_by_variance() -> None:
