@@ -96,6 +96,27 @@ def test_many_updates_fold_into_the_base_segment() -> None:
     assert len(index) == 3000
 
 
+def test_queries_between_single_updates_stay_exact_with_few_segments() -> None:
+    vocab = Vocabulary()
+    index = Bm25Index()
+    docs = {f"f{i}.py": {f"t{i % 5}": 1.0, "common": 1.0} for i in range(600)}
+    index.bulk_load((k, *vocab.vector(d)) for k, d in docs.items())
+    query = {"t1": 1.0, "t2": 0.5, "fresh": 1.0}
+    for i in range(300):  # a query after every update, as a session asks between edits
+        key = f"f{(7 * i) % 600}.py"
+        docs[key] = {f"t{(i + 1) % 5}": 2.0, "fresh": float(i % 3)}
+        index.put(key, *vocab.vector(docs[key]))
+        if i % 10 == 0:
+            index.remove(f"f{i}.py")
+            docs.pop(f"f{i}.py", None)
+        got = scored(index, vocab, query)
+        assert len(index._segments()) <= 1 + 8  # the base and at most eight more
+    want = brute_bm25(docs, query)
+    assert set(got) == set(docs)
+    for key in docs:
+        assert got[key] == pytest.approx(want[key])
+
+
 def test_empty_index_and_unknown_terms() -> None:
     index = Bm25Index()
     assert index.scores({3: 1.0}).shape == (0,)

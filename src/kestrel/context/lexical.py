@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -15,19 +16,26 @@ ScoreArray = npt.NDArray[np.float64]
 
 _MIN_DOCS_TO_SKIP = 50
 _DELTA_LIMIT = 0.2
-"""Fold the delta segment into the base once it holds this share of all documents."""
+"""Fold the segments after the base into it once they hold this share of all documents."""
+_MAX_TAIL = 8
+"""Segments after the base beyond this are merged into one: each costs a pass per query."""
 
 
 class Vocabulary:
-    """Term strings to dense integer ids; ids only grow, so stored arrays stay valid."""
+    """Term strings to dense integer ids; ids only grow, so stored arrays stay valid.
 
-    __slots__ = ("_ids", "terms")
+    Adding terms is serialised (files are turned into vectors on more than one thread); looking
+    one up takes no lock.
+    """
+
+    __slots__ = ("_ids", "_lock", "terms")
 
     def __init__(self, terms: Iterable[str] = ()) -> None:
         # Built in one pass (repeats keep their first id, as `intern` would give them): interning
         # a stored vocabulary term by term took half a second.
         self.terms: list[str] = list(dict.fromkeys(terms))
         self._ids: dict[str, int] = dict(zip(self.terms, range(len(self.terms)), strict=True))
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -36,8 +44,16 @@ class Vocabulary:
         """The id of `term`, adding it when new."""
         found = self._ids.get(term)
         if found is None:
-            found = self._ids[term] = len(self.terms)
+            with self._lock:
+                found = self._add(term)
+        return found
+
+    def _add(self, term: str) -> int:
+        found = self._ids.get(term)
+        if found is None:
+            # The term goes in the list first: an id in the map always names a listed term.
             self.terms.append(term)
+            found = self._ids[term] = len(self.terms) - 1
         return found
 
     def get(self, term: str) -> int | None:
@@ -47,7 +63,8 @@ class Vocabulary:
     def vector(self, weights: Mapping[str, float]) -> tuple[IntArray, FloatArray]:
         """A document as parallel arrays of term ids and weights, ids ascending."""
         n = len(weights)
-        ids = np.fromiter(map(self.intern, weights), dtype=np.int32, count=n)
+        with self._lock:
+            ids = np.fromiter(map(self._add, weights), dtype=np.int32, count=n)
         tfs = np.fromiter(weights.values(), dtype=np.float32, count=n)
         order = np.argsort(ids)
         return ids[order], tfs[order]
@@ -82,6 +99,10 @@ def _segment(start: int, docs: list[tuple[IntArray, FloatArray]]) -> _Segment:
     return _Segment(start, start + len(docs), distinct.astype(np.int32), offsets, slots, tfs)
 
 
+def _size(segment: _Segment) -> int:
+    return segment.end - segment.start
+
+
 _A = TypeVar("_A", bound=np.generic)
 
 
@@ -108,7 +129,8 @@ class Bm25Index:
         self._df: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._total_length = 0.0
         self._base = _segment(0, [])
-        self._delta: _Segment | None = None
+        self._tail: list[_Segment] = []
+        """Segments of the documents added since the base, oldest first, largest first."""
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -151,7 +173,6 @@ class Bm25Index:
         """Add or replace one document."""
         self.remove(key)
         self._append(key, ids, tfs)
-        self._delta = None
         if len(self._keys) - self._base.end > _DELTA_LIMIT * max(len(self._slot), 1000):
             self._fold()
 
@@ -232,11 +253,24 @@ class Bm25Index:
             self._df[ids] += 1
 
     def _segments(self) -> list[_Segment]:
-        if self._base.end == len(self._keys):
-            return [self._base]
-        if self._delta is None:
-            self._delta = _segment(self._base.end, self._docs[self._base.end :])
-        return [self._base, self._delta]
+        """The base, then segments for the documents added since, built as queries need them.
+
+        Only the documents added since the last query get a new segment, so a query after a
+        few updates costs little however many came before. Segments merge like the digits of a
+        binary counter (a new one joins the previous while at least half its size), so each
+        document is rebuilt a logarithmic number of times and few segments are searched.
+        """
+        n = len(self._keys)
+        covered = self._tail[-1].end if self._tail else self._base.end
+        if covered < n:
+            self._tail.append(_segment(covered, self._docs[covered:n]))
+            while len(self._tail) >= 2 and 2 * _size(self._tail[-1]) >= _size(self._tail[-2]):
+                newer, older = self._tail.pop(), self._tail.pop()
+                self._tail.append(_segment(older.start, self._docs[older.start : newer.end]))
+            if len(self._tail) > _MAX_TAIL:
+                start = self._tail[0].start
+                self._tail = [_segment(start, self._docs[start:n])]
+        return [self._base, *self._tail]
 
     def _fold(self) -> None:
         live = [(k, *self._docs[s]) for k, s in sorted(self._slot.items(), key=lambda kv: kv[1])]
