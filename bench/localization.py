@@ -2,6 +2,7 @@
 
     python bench/localization.py [--data PATH] [--mirrors DIR] [--work DIR] [--limit N]
                                  [--instances ID,ID] [--ablate SIGNAL,...] [--json OUT]
+                                 [--grid WEIGHTS.json]
 
 Runs `ContextEngine.search` on each instance's `problem_statement` alone (nothing else from the
 instance is read at query time) over the repository checked out at `base_commit`, and prints file
@@ -14,6 +15,11 @@ repository the index is updated incrementally, exactly as it would be after a `g
 The semantic signal is on when the embedding model is installed (`--ablate semantic` drops it
 from the ranking of files and definitions, `--ablate semantic_symbol` from definitions only;
 `KESTREL_EMBEDDER=none` does not embed at all).
+
+`--grid FILE` ranks each instance once more for every named set of weights in FILE
+(`{"name": {"weight": value, ...}, ...}`, fields of `kestrel.context.rank.Weights`, applied over
+the defaults or the `--ablate`d ones) and prints one accuracy table per set: tuning many weights
+costs one pass over the checkouts, not one each. Tune on this dev split only.
 
 Goals on the dev split, without any model call: file Acc@1 >= 70%, Acc@5 >= 92%, function
 Acc@5 >= 65%.
@@ -138,6 +144,7 @@ def score(instance: dict[str, Any], files: list[str], functions: list[str]) -> d
         for k in (5, 10):
             out[f"func@{k}"] = wanted <= set(functions[:k])
     out["rank"] = files.index(gold) + 1 if gold in files else None
+    out["func_ranks"] = {f: functions.index(f) + 1 if f in functions else None for f in wanted}
     return out
 
 
@@ -157,6 +164,9 @@ def main() -> None:
         "--ablate", default="", help=f"comma-separated signals to switch off: {', '.join(SIGNALS)}"
     )
     parser.add_argument("--json", type=Path, default=None, help="write per-instance results here")
+    parser.add_argument(
+        "--grid", type=Path, default=None, help="JSON of named weight sets to rank with as well"
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
@@ -175,6 +185,8 @@ def main() -> None:
         if signal == "semantic":  # the whole layer: its lift of definitions goes too
             weights = replace(weights, semantic_symbol=0.0)
 
+    grid = load_grid(args.grid, weights)
+    graded: dict[str, list[dict[str, Any]]] = {name: [] for name in grid}
     args.work.mkdir(parents=True, exist_ok=True)
     cache = args.work / "index-cache"
     shutil.rmtree(cache, ignore_errors=True)
@@ -215,14 +227,50 @@ def main() -> None:
         )
         if args.verbose and not scored["file@1"]:
             print(f"      gold {row['gold_files'][0]}; got {files[:3]}")
+        for name, variant in grid.items():
+            engine.weights = variant
+            other = engine.search(row["problem_statement"], k=10, symbols_per_file=5)
+            graded[name].append(
+                {
+                    "instance_id": row["instance_id"],
+                    "query_ms": other.took_ms,
+                    **score(
+                        row,
+                        [hit.path for hit in other.files],
+                        [f"{s.path}::{s.qualname}" for s in other.symbols],
+                    ),
+                }
+            )
     for engine in engines.values():
         engine.close()
     summarize(results)
+    for name, rows_graded in graded.items():
+        print(f"\n--grid {name}: {grid[name]}")
+        summarize(rows_graded, timings=False)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
 
-def summarize(results: list[dict[str, Any]]) -> None:
+def load_grid(path: Path | None, base: Weights) -> dict[str, Weights]:
+    """The named weight sets of a `--grid` file, each applied over `base`."""
+    if path is None:
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"--grid {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SystemExit(f"--grid {path}: expected an object of named weight sets")
+    grid: dict[str, Weights] = {}
+    for name, fields in raw.items():
+        try:
+            grid[name] = replace(base, **fields)
+        except TypeError as exc:
+            raise SystemExit(f"--grid {path}: set {name!r}: {exc}") from exc
+    return grid
+
+
+def summarize(results: list[dict[str, Any]], *, timings: bool = True) -> None:
     """Print the accuracy table and the timing figures."""
     if not results:
         print("no instances")
@@ -235,6 +283,8 @@ def summarize(results: list[dict[str, Any]]) -> None:
     print()
     for key in ("file@1", "file@5", "file@10", "func@5", "func@10"):
         print(f"{key:<8} {pct(key)}")
+    if not timings:
+        return
     queries = sorted(r["query_ms"] for r in results)
     p95 = queries[min(len(queries) - 1, int(0.95 * len(queries)))]
     print(f"query ms  p50 {statistics.median(queries):.1f}  p95 {p95:.1f}  max {queries[-1]:.1f}")
