@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
+import kestrel.context.engine as engine_module
 from kestrel.context.engine import ContextEngine
+from kestrel.context.inventory import Entry
 from kestrel.protocol.messages import ToolCall
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.tools import PlannedWrite, ToolContext, ToolOutcome, ToolRegistry, default_tools
@@ -380,3 +384,31 @@ def test_the_code_tools_are_opt_in_and_read_only(tmp_path: Path) -> None:
     assert all(spec.description for spec in registry.specs())
     index.close()
     index.close()  # twice is harmless
+
+
+async def test_search_code_answers_during_a_big_read_and_says_what_it_left_out(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Any read counts as big here, and it never ends until the test lets it.
+    monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 1)
+    opened = threading.Event()
+    real = engine_module.read_files
+
+    def held(root: Path, todo: Sequence[Entry], workers: int, stop: object = None) -> Any:
+        assert opened.wait(30)
+        yield from real(root, todo, 0)
+
+    monkeypatch.setattr(engine_module, "read_files", held)
+    content = await repo.ok("search_code", query="apply a discount code")
+    assert content.startswith("No indexed file matches 'apply a discount code'.")
+    unread = re.search(r"The index is still being built: (\d+) files not read yet", content)
+    assert unread is not None and int(unread[1]) == len(FILES) - 1  # build/ is ignored
+    assert "grep reads every file" in content
+    opened.set()
+    for _ in range(100):  # the read ends soon; no call waits for it
+        await asyncio.sleep(0.1)
+        content = await repo.ok("search_code", query="apply a discount code", k=3)
+        if "still being built" not in content:
+            break
+    assert content.startswith("3 files for 'apply a discount code', best first:")
+    assert "still being built" not in content

@@ -67,6 +67,8 @@ class ContextPack:
     note: str
     stale_caught: int = 0
     vanished: tuple[str, ...] = ()
+    pending: int = 0
+    """Files still being indexed in the background when the pack was built: not searched."""
 
     def render(self) -> str:
         """The text the model sees: the items, then the note."""
@@ -144,7 +146,7 @@ def build_context_pack(
     caught += engine.stale_caught - before
     vanished = tuple(path for path, source in sources.items() if source is None)
     present = [(c, s) for c in candidates if (s := sources[c.path]) is not None]
-    return _pack(present, vanished, budget_tokens, caught)
+    return _pack(present, vanished, budget_tokens, caught, result.pending)
 
 
 def _candidates(
@@ -183,13 +185,15 @@ def _pack(
     vanished: tuple[str, ...],
     budget_tokens: int,
     stale_caught: int,
+    pending: int = 0,
 ) -> ContextPack:
     """Fill the budget with each file's richest option that fits; the rest is noted."""
     limit = max_chars(budget_tokens)
     total_hits = sum(len(c.hits) for c, _ in present)
     n = len(present)
     # Room for the note is kept first, as long as it could be: every file cut, every hit hidden.
-    reserve = next((len(v) for v in _notes(n, n, n, total_hits, vanished) if len(v) <= limit), 0)
+    longest = _notes(n, n, n, total_hits, vanished, pending)
+    reserve = next((len(v) for v in longest if len(v) <= limit), 0)
     items: list[PackItem] = []
     left_out: list[str] = []
     used = outlines = hidden = 0
@@ -205,7 +209,7 @@ def _pack(
         else:
             left_out.append(candidate.path)
             hidden += len(candidate.hits)
-    notes = _notes(n, outlines, len(left_out), hidden, vanished)
+    notes = _notes(n, outlines, len(left_out), hidden, vanished, pending)
     note = next((v for v in notes if _length(used, len(v)) <= limit), "")
     if note and left_out and note == notes[0]:
         note = _with_listing(note, left_out, limit - _length(used, len(note)))
@@ -217,6 +221,7 @@ def _pack(
         note=note,
         stale_caught=stale_caught,
         vanished=vanished,
+        pending=pending,
     )
     return replace(pack, tokens=estimate_tokens(pack.render()))
 
@@ -334,11 +339,24 @@ def _plural(count: int, word: str) -> str:
 
 
 def _notes(
-    files: int, outlines: int, left_out: int, hidden: int, vanished: Sequence[str]
+    files: int,
+    outlines: int,
+    left_out: int,
+    hidden: int,
+    vanished: Sequence[str],
+    pending: int = 0,
 ) -> list[str]:
     """Ways to end the pack, longest first; none grows when a count shrinks."""
+    unsearched = (
+        f" {_plural(pending, 'file')} still being indexed were not searched; grep reads them."
+        if pending
+        else ""
+    )
     if files == 0 and not vanished:
-        return ["No file matched the task; try search_code(query) or read_file(path).", ""]
+        return [
+            f"No file matched the task; try search_code(query) or read_file(path).{unsearched}",
+            unsearched.strip(),
+        ]
     parts = []
     if outlines:
         parts.append(f"{_plural(outlines, 'file')} shown as outlines only")
@@ -350,9 +368,14 @@ def _notes(
         gone = ", ".join(vanished)
         parts.append(f"{_plural(len(vanished), 'file')} gone from disk, skipped: {gone}")
     if not parts:
-        return [f"Context: all {_plural(files, 'file')} shown.", ""]
+        return [f"Context: all {_plural(files, 'file')} shown.{unsearched}", unsearched.strip()]
     counts = f"{outlines:,} outlines only, {left_out:,} left out, {hidden:,} not shown"
-    return [f"Context: {'; '.join(parts)}. {_HINT}", f"Context cut: {counts}.", "Context cut.", ""]
+    return [
+        f"Context: {'; '.join(parts)}. {_HINT}{unsearched}",
+        f"Context cut: {counts}.{unsearched}",
+        f"Context cut.{unsearched}",
+        unsearched.strip(),
+    ]
 
 
 def _with_listing(note: str, paths: Sequence[str], room: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -10,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from kestrel.context.analysis import analyze
 from kestrel.context.embed import Embedder
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
-from kestrel.context.inventory import MAX_RANKED_BYTES, Entry, classify, hash_file, list_files
+from kestrel.context.inventory import Entry, classify, list_files
 from kestrel.context.lexical import Bm25Index, ScoreArray, Vocabulary
 from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
+from kestrel.context.postings import CHUNK_SEP, Postings
 from kestrel.context.query import TaskQuery, parse_query
 from kestrel.context.rank import (
+    CLASS_KINDS,
     PathIndex,
     Signals,
     Weights,
@@ -26,23 +28,53 @@ from kestrel.context.rank import (
     mention_scores,
     normalised,
 )
-from kestrel.context.semantic import VectorIndex, spread
+from kestrel.context.reader import RANKED_KINDS, ReadFile, index_workers, read_files
+from kestrel.context.semantic import spread
 from kestrel.context.watch import ChangeWatcher
+
+__all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
 
 Progress = Callable[[int, int], None]
 """Called as (files done, files to do) while indexing."""
 
-RANKED_KINDS = frozenset({"code", "text"})
-_CHUNK_SEP = "\0"
 _CHUNK_POOL = 3000
 _SEMANTIC_FILES = 200
 _SEMANTIC_ROWS = 200
-EMBED_BATCH = 4096
-"""Texts embedded in one call while indexing: large enough to batch, small enough to hold."""
+BULK_MIN_FILES = 500
+"""A read of more files than this (and than a tenth of the index) rebuilds the postings whole."""
+POOL_MIN_FILES = 1000
+"""Reads of at least this many files go to worker processes; fewer are read in this thread."""
+BACKGROUND_MIN_FILES = 100
+"""A refresh that need not wait reads at least this many files in the background."""
+REBUILD_MIN_FILES = 2000
+"""While a bulk read runs, the postings are rebuilt each time this many files (or as many as
+they hold, if more) have been read, so that a first index answers with what it has so far."""
+
+
+class _Job:
+    """A refresh reading files on a background thread."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def join(self, progress: Progress | None) -> None:
+        thread = self.thread
+        while thread is not None and thread.is_alive():
+            if progress is not None:
+                progress(self.done, self.total)
+            thread.join(0.2)
 
 
 class ContextEngine:
-    """Index, freshness and search for the files under `root`."""
+    """Index, freshness and search for the files under `root`.
+
+    Every public method may be called from any thread; one lock orders them. A big refresh that
+    need not wait (`refresh(wait=False)`) reads files on a background thread and in worker
+    processes; meanwhile queries leave out the files not yet read, and say how many there are.
+    """
 
     def __init__(
         self,
@@ -51,24 +83,32 @@ class ContextEngine:
         *,
         weights: Weights | None = None,
         embedder: Embedder | None = None,
+        workers: int | None = None,
     ) -> None:
         self.root = root
         self.weights = weights or Weights()
+        self.workers = index_workers() if workers is None else workers
+        """Worker processes for big reads; 0 reads every file in the engine's own thread."""
         self._store = store
         self._embedder = embedder
-        self._vectors = VectorIndex()
         self._vocab = Vocabulary(store.vocabulary())
         self._records: dict[str, FileRecord] = {}
-        self._files = Bm25Index(k1=1.2, b=0.75)
-        # Definitions vary less in length than files; normalising less keeps long ones findable.
-        self._chunks = Bm25Index(k1=1.2, b=0.5)
-        self._by_name: dict[str, dict[str, list[Symbol]]] = {}
-        """Definitions by short name, then by path: dropping a file touches only its names."""
+        self._pending: set[str] = set()
+        """Paths being read: their postings are old or missing, so queries leave them out."""
+        self._building: set[str] | None = None
+        """While postings are rebuilt off the lock: the paths changed meanwhile, to redo after."""
+        self._applied: set[str] = set()
+        """Pending paths whose new record is read, waiting for the postings to be rebuilt."""
+        self._job: _Job | None = None
+        self._failed: Exception | None = None
+        self._lock = threading.RLock()
         self.stale_caught = 0
         self._path_index: PathIndex | None = None
         self._kinds: dict[str, str] | None = None
         self._watcher: ChangeWatcher | None = None
-        self._load(store.records())
+        for record in store.records():
+            self._records[record.path] = record
+        self._post = Postings.built(self._ranked(), self._has_vectors)
 
     @classmethod
     def open(
@@ -78,6 +118,7 @@ class ContextEngine:
         *,
         persist: bool = True,
         embedder: Embedder | None = None,
+        workers: int | None = None,
     ) -> ContextEngine:
         """The engine for `root`, its index kept under `cache_dir` (or in memory).
 
@@ -87,34 +128,45 @@ class ContextEngine:
         root = root.resolve()
         path = index_path_for(root, cache_dir or default_cache_dir()) if persist else None
         name = None if embedder is None else embedder.name
-        return cls(root, IndexStore(path, embedder=name), embedder=embedder)
+        store = IndexStore(path, embedder=name)
+        return cls(root, store, embedder=embedder, workers=workers)
 
     def close(self) -> None:
-        """Stop watching and close the index file."""
-        if self._watcher is not None:
-            self._watcher.stop()
-        self._store.close()
+        """Stop any background read, stop watching and close the index file."""
+        job = self._job
+        if job is not None:
+            job.stop.set()
+            job.join(None)
+        with self._lock:
+            if self._watcher is not None:
+                self._watcher.stop()
+            self._store.close()
 
     def watch(self) -> bool:
         """Follow changes as they happen, so queries in a long session apply only what changed."""
-        if self._watcher is None:
-            self._watcher = ChangeWatcher(self.root)
-            if not self._watcher.start():
-                self._watcher = None
-                return False
-        return True
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = ChangeWatcher(self.root)
+                if not self._watcher.start():
+                    self._watcher = None
+                    return False
+            return True
 
     def catch_up(self) -> int:
-        """Apply what the watcher saw; new files and directories mean a rescan (ignore rules)."""
-        if self._watcher is None:
-            return 0
-        changed = self._watcher.drain()
-        if changed is not None and not changed:
-            return 0
-        if changed is None or any(self._needs_rescan(p) for p in changed):
-            report = self.refresh()
-            return report.added + report.changed + report.removed
-        return self.refresh_paths(changed)
+        """Apply what the watcher saw; new files and directories mean a rescan (ignore rules).
+
+        A big change is read in the background, as `refresh(wait=False)` does.
+        """
+        with self._lock:
+            if self._watcher is None:
+                return 0
+            changed = self._watcher.drain()
+            if changed is not None and not changed:
+                return 0
+            if changed is None or any(self._needs_rescan(p) for p in changed):
+                report = self.refresh(wait=False)
+                return report.added + report.changed + report.removed
+            return self.refresh_paths(changed)
 
     def _needs_rescan(self, path: str) -> bool:
         if path not in self._records:
@@ -123,187 +175,300 @@ class ContextEngine:
             )
         return False
 
+    @property
+    def pending(self) -> int:
+        """Files being read in the background, left out of queries until they are indexed."""
+        return len(self._pending)
+
     # ----------------------------------------------------------------- indexing
 
-    def _load(self, records: Iterable[FileRecord]) -> None:
-        for record in records:
-            self._records[record.path] = record
-        self._rebuild()
+    def refresh(self, progress: Progress | None = None, *, wait: bool = True) -> IndexReport:
+        """Bring the index up to date with the files on disk; only changed files are read.
 
-    def _rebuild(self) -> None:
-        """Build the postings afresh from the records: after loading, and after bulk changes."""
-        self._path_index = self._kinds = None
-        self._by_name = {}
-        ranked = [r for r in self._records.values() if r.kind in RANKED_KINDS]
-        self._files.bulk_load((r.path, *r.terms) for r in ranked)
-        self._chunks.bulk_load(
-            (f"{r.path}{_CHUNK_SEP}{i}", *chunk) for r in ranked for i, chunk in enumerate(r.chunks)
-        )
-        self._vectors.bulk_load(
-            (r.path, r.vectors)
-            for r in ranked
-            if r.vectors is not None and not self._lacks_vectors(r)
-        )
-        for record in ranked:
-            self._add_names(record)
-
-    def refresh(self, progress: Progress | None = None) -> IndexReport:
-        """Bring the index up to date with the files on disk; only changed files are read."""
+        With `wait=False`, a change of many files (a first index, a checkout) is read in the
+        background and the call returns at once: its report counts those files as `pending`.
+        A refresh that waits first waits for a background read still running.
+        """
         started = time.perf_counter()
-        entries = list_files(self.root)
-        listed = {e.path: e for e in entries}
-        removed = [p for p in self._records if p not in listed]
-        todo = [
-            e
-            for e in entries
-            if (r := self._records.get(e.path)) is None
-            or (r.size, r.mtime_ns) != (e.size, e.mtime_ns)
-            or self._lacks_vectors(r)
-        ]
-        added = sum(1 for e in todo if e.path not in self._records)
-        changed = self._update(todo, removed, progress)
-        skipped: dict[str, int] = {}
-        for record in self._records.values():
-            if record.kind not in RANKED_KINDS:
-                skipped[record.kind] = skipped.get(record.kind, 0) + 1
-        return IndexReport(
-            files_total=len(self._records),
-            files_ranked=len(self._files),
-            added=added,
-            changed=changed - added,
-            removed=len(removed),
-            took_s=time.perf_counter() - started,
-            skipped=skipped,
-        )
+        job = self._job
+        if job is not None:
+            if not wait:
+                return self._report(started, pending=len(self._pending))
+            job.join(progress)
+        with self._lock:
+            failed, self._failed = self._failed, None
+            if failed is not None:
+                # What the failed read did not index is planned again by the next refresh.
+                raise failed
+            entries = list_files(self.root)
+            listed = {e.path: e for e in entries}
+            removed = [p for p in self._records if p not in listed]
+            todo = [
+                e
+                for e in entries
+                if (r := self._records.get(e.path)) is None
+                or (r.size, r.mtime_ns) != (e.size, e.mtime_ns)
+                or self._lacks_vectors(r)
+            ]
+            added = sum(1 for e in todo if e.path not in self._records)
+            if wait or len(todo) < BACKGROUND_MIN_FILES:
+                changed = self._update(todo, removed, progress)
+                return self._report(started, added, changed - added, len(removed))
+            self._drop_all(removed)
+            self._start_job(todo)
+            return self._report(started, added, 0, len(removed), pending=len(self._pending))
 
     def refresh_paths(self, paths: Iterable[str]) -> int:
         """Re-check named files (after an edit, or a watcher event); returns how many changed."""
-        todo: list[Entry] = []
-        removed: list[str] = []
-        for path in set(paths):
-            try:
-                st = (self.root / path).lstat()
-            except OSError:
-                if path in self._records:
-                    removed.append(path)
-                continue
-            record = self._records.get(path)
-            if record is None or (record.size, record.mtime_ns) != (st.st_size, st.st_mtime_ns):
-                todo.append(Entry(path, st.st_size, st.st_mtime_ns))
-        return self._update(todo, removed, None) + len(removed)
+        with self._lock:
+            todo: list[Entry] = []
+            removed: list[str] = []
+            for path in set(paths):
+                try:
+                    st = (self.root / path).lstat()
+                except OSError:
+                    if path in self._records:
+                        removed.append(path)
+                    continue
+                record = self._records.get(path)
+                if record is None or (record.size, record.mtime_ns) != (
+                    st.st_size,
+                    st.st_mtime_ns,
+                ):
+                    todo.append(Entry(path, st.st_size, st.st_mtime_ns))
+            return self._update(todo, removed, None) + len(removed)
+
+    def _report(
+        self, started: float, added: int = 0, changed: int = 0, removed: int = 0, pending: int = 0
+    ) -> IndexReport:
+        with self._lock:
+            skipped: dict[str, int] = {}
+            for record in self._records.values():
+                if record.kind not in RANKED_KINDS:
+                    skipped[record.kind] = skipped.get(record.kind, 0) + 1
+            return IndexReport(
+                files_total=len(self._records),
+                files_ranked=len(self._post.files),
+                added=added,
+                changed=changed,
+                removed=removed,
+                took_s=time.perf_counter() - started,
+                skipped=skipped,
+                pending=pending,
+            )
+
+    def _start_job(self, todo: Sequence[Entry]) -> None:
+        job = self._job = _Job(len(todo))
+        job.thread = threading.Thread(
+            target=self._run_job, args=(job, todo), name="kestrel-index", daemon=True
+        )
+        self._pending.update(e.path for e in todo)
+        job.thread.start()
+
+    def _run_job(self, job: _Job, todo: Sequence[Entry]) -> None:
+        try:
+            self._read_in(todo, None, job)
+        except Exception as exc:  # a disk or index error: the next refresh raises it
+            with self._lock:
+                self._failed = exc
+        finally:
+            with self._lock:
+                if self._job is job:
+                    self._job = None
 
     def _update(
         self, todo: Sequence[Entry], removed: Sequence[str], progress: Progress | None
     ) -> int:
+        """Drop `removed`, read `todo` and index it; returns how many files had new content."""
+        with self._lock:
+            self._drop_all(removed)
+            self._pending.update(e.path for e in todo)
+            return self._read_in(todo, progress, None)
+
+    def _drop_all(self, removed: Sequence[str]) -> None:
+        if not removed:
+            return
+        for path in removed:
+            self._drop(path)
+        self._store.save(vocabulary=self._vocab.terms, upserts=(), removals=removed)
+
+    def _read_in(self, todo: Sequence[Entry], progress: Progress | None, job: _Job | None) -> int:
+        """Read `todo` (pending paths), index what is read, save it; returns files changed."""
+        # Many changes at once (a first index, a checkout): rebuild the postings at the end
+        # (and now and then on the way) rather than change them file by file.
+        bulk = len(todo) > max(BULK_MIN_FILES, len(self._records) // 10)
+        workers = self.workers if len(todo) >= POOL_MIN_FILES else 0
+        done = changed = since_build = 0
+        stop = job.stop if job is not None else None
+        try:
+            for batch in read_files(self.root, todo, workers, stop):
+                # Turned into records before taking the lock: queries wait only for the indexing.
+                records = [
+                    None if read is None else self._record_of(read, rows)
+                    for (_, read), rows in zip(batch, self._embed(batch), strict=True)
+                ]
+                with self._lock:
+                    changed += self._apply(batch, records, bulk=bulk)
+                done += len(batch)
+                since_build += len(batch)
+                if job is not None:
+                    job.done = done
+                if progress is not None:
+                    progress(done, len(todo))
+                # In the background, queries meanwhile see what has been read so far.
+                grown = since_build >= max(REBUILD_MIN_FILES, len(self._post.held))
+                if bulk and job is not None and grown:
+                    self._rebuild(serving=True)
+                    since_build = 0
+        finally:
+            if bulk:
+                self._rebuild(serving=job is not None)
+            with self._lock:
+                # What was not read (stopped, or failed) is planned again by the next refresh.
+                for entry in todo:
+                    held = self._post.held.get(entry.path)
+                    record = self._records.get(entry.path)
+                    if record is None or held is record or record.kind not in RANKED_KINDS:
+                        self._pending.discard(entry.path)
+                        self._applied.discard(entry.path)
+        return changed
+
+    def _embed(self, batch: Sequence[tuple[Entry, ReadFile | None]]) -> list[np.ndarray | None]:
+        """Each read file's chunk vectors (one call for the whole batch); None without them."""
+        texts_of = [
+            read.analysis.texts if read is not None and read.analysis is not None else ()
+            for _, read in batch
+        ]
+        texts = [text for file_texts in texts_of for text in file_texts]
+        if self._embedder is None or not texts:
+            return [None] * len(batch)
+        matrix = self._embedder.embed(texts).astype(np.float16)
+        out: list[np.ndarray | None] = []
+        at = 0
+        for file_texts in texts_of:
+            out.append(matrix[at : at + len(file_texts)] if file_texts else None)
+            at += len(file_texts)
+        return out
+
+    def _apply(
+        self,
+        batch: Sequence[tuple[Entry, ReadFile | None]],
+        records: Sequence[FileRecord | None],
+        *,
+        bulk: bool,
+    ) -> int:
+        """Index one batch of read files (under the lock); returns those with new content."""
         upserts: list[FileRecord] = []
         touched: list[tuple[str, int, int]] = []
-        # Many changes at once (a first index, a checkout): rebuild the postings once at the end.
-        bulk = len(todo) + len(removed) > max(500, len(self._records) // 10)
-        pending: list[tuple[FileRecord, tuple[str, ...]]] = []
-        pending_texts = 0
-
-        def flush() -> None:
-            for record in self._embedded(pending):
-                if bulk:
-                    self._records[record.path] = record
-                else:
-                    self._put(record)
-                upserts.append(record)
-            pending.clear()
-
-        for n, entry in enumerate(todo):
-            if progress is not None and (n % 200 == 0 or n == len(todo) - 1):
-                progress(n + 1, len(todo))
-            read = self._read(entry)
-            if read is None:
-                removed = [*removed, entry.path]
+        removed: list[str] = []
+        for (entry, _), record in zip(batch, records, strict=True):
+            if entry.path not in self._pending:
+                continue  # re-read meanwhile by a smaller refresh, which is newer
+            if record is None:
+                self._drop(entry.path)
+                removed.append(entry.path)
                 continue
-            record, texts = read
             old = self._records.get(entry.path)
             if (
                 old is not None
                 and old.content_hash == record.content_hash
                 and not self._lacks_vectors(old)
             ):
-                self._records[entry.path] = _restat(old, entry)
+                restat = replace(old, size=entry.size, mtime_ns=entry.mtime_ns)
+                self._records[entry.path] = restat
+                if self._post.held.get(entry.path) is old:
+                    self._post.held[entry.path] = restat
+                self._pending.discard(entry.path)
                 touched.append((entry.path, entry.size, entry.mtime_ns))
                 continue
-            pending.append((record, texts))
-            pending_texts += len(texts)
-            if pending_texts >= EMBED_BATCH:
-                flush()
-                pending_texts = 0
-        flush()
-        for path in removed:
-            if bulk:
-                self._records.pop(path, None)
+            if bulk and record.kind in RANKED_KINDS:
+                self._set_record(record)
             else:
-                self._drop(path)
-        if bulk:
-            self._rebuild()
+                self._put(record)
+                self._pending.discard(record.path)
+            upserts.append(record)
         if upserts or removed:
             self._store.save(vocabulary=self._vocab.terms, upserts=upserts, removals=removed)
         if touched:
             self._store.touch(touched)
         return len(upserts)
 
-    def _read(self, entry: Entry) -> tuple[FileRecord, tuple[str, ...]] | None:
-        """The file's record (without vectors) and the texts to embed for it."""
-        empty = (np.zeros(0, np.int32), np.zeros(0, np.float32))
-        try:
-            if entry.size > MAX_RANKED_BYTES:
-                # Never hold a huge file in memory: hash it in pieces and list it unranked.
-                digest = hash_file(self.root / entry.path)
-                huge = FileRecord(
-                    entry.path, entry.size, entry.mtime_ns, digest, "huge", None, empty, ()
-                )
-                return huge, ()
-            data = (self.root / entry.path).read_bytes()
-        except OSError:
-            return None
-        judged = classify(entry.path, data)
-        if judged.kind not in RANKED_KINDS:
-            unranked = FileRecord(
+    def _record_of(self, read: ReadFile, vectors: np.ndarray | None) -> FileRecord:
+        entry, analysis = read.entry, read.analysis
+        if analysis is None:
+            empty = (np.zeros(0, np.int32), np.zeros(0, np.float32))
+            return FileRecord(
                 entry.path,
                 entry.size,
                 entry.mtime_ns,
-                judged.content_hash,
-                judged.kind,
+                read.content_hash,
+                read.kind,
                 None,
                 empty,
                 (),
             )
-            return unranked, ()
-        text = data.decode("utf-8", errors="replace")
-        analysis = analyze(entry.path, text, parse=judged.kind == "code")
-        record = FileRecord(
+        return FileRecord(
             path=entry.path,
             size=entry.size,
             mtime_ns=entry.mtime_ns,
-            content_hash=judged.content_hash,
-            kind=judged.kind,
+            content_hash=read.content_hash,
+            kind=read.kind,
             symbols=analysis.symbols,
             terms=self._vocab.vector(analysis.terms),
             chunks=tuple(self._vocab.vector(c) for c in analysis.chunks),
+            vectors=vectors,
         )
-        return record, analysis.texts
 
-    def _embedded(self, pending: Sequence[tuple[FileRecord, tuple[str, ...]]]) -> list[FileRecord]:
-        """The records with their vectors, all their texts embedded in one call."""
-        if self._embedder is None:
-            return [record for record, _ in pending]
-        texts = [text for _, file_texts in pending for text in file_texts]
-        if not texts:
-            return [record for record, _ in pending]
-        vectors = self._embedder.embed(texts).astype(np.float16)
-        out: list[FileRecord] = []
-        at = 0
-        for record, file_texts in pending:
-            if file_texts:
-                record = replace(record, vectors=vectors[at : at + len(file_texts)])
-                at += len(file_texts)
-            out.append(record)
-        return out
+    def _rebuild(self, *, serving: bool) -> None:
+        """Build the postings afresh from the records.
+
+        `serving`: off the lock, while queries use the old postings, then swapped in; changes
+        made while building are noted in `_building` and redone on the new postings. Otherwise
+        the old postings are let go first, so the two are never held at once.
+        """
+        with self._lock:
+            if not serving and self._building is None:
+                self._post = Postings()
+                self._swap(Postings.built(self._ranked(), self._has_vectors), set())
+                return
+            ranked = self._ranked()
+            if self._building is not None:
+                # Another thread is building: build here, under the lock. Its swap comes
+                # later and redoes every change made since its snapshot, ours included.
+                self._swap(Postings.built(ranked, self._has_vectors), set())
+                return
+            self._building = set()
+        try:
+            fresh = Postings.built(ranked, self._has_vectors)
+        except BaseException:
+            with self._lock:
+                self._building = None
+            raise
+        with self._lock:
+            changed, self._building = self._building, None
+            self._swap(fresh, changed)
+
+    def _swap(self, fresh: Postings, changed: set[str]) -> None:
+        """Serve `fresh`, after redoing on it the paths changed since its snapshot."""
+        with self._lock:
+            self._post = fresh
+            for path in changed:
+                record = self._records.get(path)
+                if record is not None and record.kind in RANKED_KINDS:
+                    fresh.add(record, self._has_vectors)
+                else:
+                    fresh.remove(path)
+            # Pending paths whose new content the postings now hold are served again.
+            served = {p for p in self._applied if fresh.held.get(p) is self._records.get(p)}
+            self._applied -= served
+            self._pending -= served
+            self._path_index = self._kinds = None
+
+    def _ranked(self) -> list[FileRecord]:
+        return [r for r in self._records.values() if r.kind in RANKED_KINDS]
+
+    def _has_vectors(self, record: FileRecord) -> bool:
+        return record.vectors is not None and not self._lacks_vectors(record)
 
     def _lacks_vectors(self, record: FileRecord) -> bool:
         """Whether a ranked file still needs embedding by the current embedder."""
@@ -312,80 +477,84 @@ class ContextEngine:
         vectors = record.vectors
         return vectors is None or vectors.shape != (len(record.chunks) + 1, self._embedder.dim)
 
+    def _set_record(self, record: FileRecord) -> None:
+        """Record new content whose postings wait for the next rebuild (the path stays pending)."""
+        old = self._records.get(record.path)
+        if old is None or old.kind != record.kind:
+            self._path_index = self._kinds = None
+        self._records[record.path] = record
+        self._applied.add(record.path)
+        if self._building is not None:
+            self._building.add(record.path)
+
     def _put(self, record: FileRecord) -> None:
         old = self._records.get(record.path)
         # New content under a known path and kind leaves the path lookups valid.
-        same_shape = old is not None and old.kind == record.kind
-        self._drop(record.path, replacing=same_shape)
-        if not same_shape:
+        if old is None or old.kind != record.kind:
             self._path_index = self._kinds = None
         self._records[record.path] = record
-        if record.kind not in RANKED_KINDS:
-            return
-        self._files.put(record.path, *record.terms)
-        for i, chunk in enumerate(record.chunks):
-            self._chunks.put(f"{record.path}{_CHUNK_SEP}{i}", *chunk)
-        if record.vectors is not None and not self._lacks_vectors(record):
-            self._vectors.put(record.path, record.vectors)
-        self._add_names(record)
+        self._applied.discard(record.path)
+        if self._building is not None:
+            self._building.add(record.path)
+        if record.kind in RANKED_KINDS:
+            self._post.add(record, self._has_vectors)
+        else:
+            self._post.remove(record.path)
 
-    def _drop(self, path: str, *, replacing: bool = False) -> None:
-        old = self._records.pop(path, None)
-        if old is None:
+    def _drop(self, path: str) -> None:
+        self._pending.discard(path)
+        self._applied.discard(path)
+        if self._records.pop(path, None) is None:
             return
-        if not replacing:
-            self._path_index = self._kinds = None
-        self._files.remove(path)
-        for i in range(len(old.chunks)):
-            self._chunks.remove(f"{path}{_CHUNK_SEP}{i}")
-        self._vectors.remove(path)
-        if old.symbols is not None:
-            for name in {symbol.name for symbol in old.symbols.definitions}:
-                owners = self._by_name.get(name)
-                if owners is not None:
-                    owners.pop(path, None)
-                    if not owners:
-                        del self._by_name[name]
-
-    def _add_names(self, record: FileRecord) -> None:
-        if record.symbols is None:
-            return
-        for symbol in record.symbols.definitions:
-            self._by_name.setdefault(symbol.name, {}).setdefault(record.path, []).append(symbol)
+        self._path_index = self._kinds = None
+        if self._building is not None:
+            self._building.add(path)
+        self._post.remove(path)
 
     # ----------------------------------------------------------------- queries
 
     @property
     def paths(self) -> list[str]:
         """Every indexed path."""
-        return list(self._records)
+        with self._lock:
+            return list(self._records)
 
     def record(self, path: str) -> FileRecord | None:
         """What the index holds for one path."""
-        return self._records.get(path)
+        with self._lock:
+            return self._records.get(path)
 
     def definitions_named(self, name: str) -> list[tuple[str, Symbol]]:
         """Definitions whose short name is exactly `name`."""
-        by_path = self._by_name.get(name, {})
-        return [(path, symbol) for path, symbols in by_path.items() for symbol in symbols]
+        with self._lock:
+            by_path = self._post.by_name.get(name, {})
+            return [(path, symbol) for path, symbols in by_path.items() for symbol in symbols]
 
     def search(self, text: str, k: int = 10, *, symbols_per_file: int = 3) -> SearchResult:
         """Files and definitions ranked for a task or a query, freshness checked before serving."""
         started = time.perf_counter()
-        self.catch_up()
-        query = parse_query(text)
-        for _ in range(3):
-            files, symbols = self._rank(query, k, symbols_per_file)
-            stale = [hit.path for hit in files if not self._is_fresh(hit.path, hit.content_hash)]
-            if not stale:
-                break
-            # A file changed under us: re-read it and rank again, never serve the old text.
-            self.stale_caught += len(stale)
-            self.refresh_paths(stale)
-        took = (time.perf_counter() - started) * 1000
-        return SearchResult(
-            query=text, files=files, symbols=symbols, took_ms=took, stale_caught=self.stale_caught
-        )
+        with self._lock:
+            self.catch_up()
+            query = parse_query(text)
+            for _ in range(3):
+                files, symbols = self._rank(query, k, symbols_per_file)
+                stale = [
+                    hit.path for hit in files if not self._is_fresh(hit.path, hit.content_hash)
+                ]
+                if not stale:
+                    break
+                # A file changed under us: re-read it and rank again, never serve the old text.
+                self.stale_caught += len(stale)
+                self.refresh_paths(stale)
+            took = (time.perf_counter() - started) * 1000
+            return SearchResult(
+                query=text,
+                files=files,
+                symbols=symbols,
+                took_ms=took,
+                stale_caught=self.stale_caught,
+                pending=len(self._pending),
+            )
 
     def _rank(
         self, query: TaskQuery, k: int, per_file: int
@@ -396,29 +565,37 @@ class ContextEngine:
             if term_id is not None:
                 qvec[term_id] = 1.0 + math.log(count)
         w = self.weights
+        post = self._post
         signals = Signals()
-        file_scores = self._files.scores(qvec)
-        signals.lexical_file = normalised(_top(self._files, file_scores, 500))
-        chunk_scores = self._chunks.scores(qvec)
-        chunk_top = _top(self._chunks, chunk_scores, _CHUNK_POOL)
+        file_scores = post.files.scores(qvec)
+        signals.lexical_file = normalised(_top(post.files, file_scores, 500))
+        chunk_scores = post.chunks.scores(qvec)
+        chunk_top = _top(post.chunks, chunk_scores, _CHUNK_POOL)
         best_chunk: dict[str, float] = {}
         chunk_norm = max(chunk_top.values(), default=0.0) or 1.0
         chunk_hits: list[tuple[str, str, float]] = []
         for key, score in chunk_top.items():
-            path, _, index = key.partition(_CHUNK_SEP)
+            path, _, index = key.partition(CHUNK_SEP)
             if score > best_chunk.get(path, 0.0):
                 best_chunk[path] = score
             chunk_hits.append((path, index, score))
         signals.lexical_chunk = normalised(best_chunk)
         semantic_symbols: dict[tuple[str, str], float] = {}
         signals.semantic = self._semantic(query, semantic_symbols)
-        signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
+        signals.identifier, ident_symbols = identifier_scores(
+            query, self.definitions_named, w.qualified_symbol
+        )
+        # Held postings only: a file not yet read has none, a pending one has old ones.
+        held = post.held
         if self._path_index is None or self._kinds is None:
             self._path_index = PathIndex(list(self._records))
             self._kinds = {p: r.kind for p, r in self._records.items()}
         signals.mention = mention_scores(query, self._path_index)
         fused = fuse(signals, query, w, self._kinds)
-        ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(
+            ((p, s) for p, s in fused.items() if p in held and p not in self._pending),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
         top_file = ranked[0][1] if ranked else 1.0
         file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
         # Definitions are looked up only in files that can still be served.
@@ -441,7 +618,12 @@ class ContextEngine:
             symbol = found.get((path, qualname)) or self._named_symbol(path, qualname)
             if symbol is None:
                 continue
-            total = score + w.symbol_file_share * file_share[path]
+            share = file_share[path]
+            total = score + w.symbol_file_share * share
+            if w.symbol_file_power:
+                total *= share**w.symbol_file_power
+            if symbol.kind in CLASS_KINDS:
+                total *= w.class_symbol_prior
             scored.append((-total, path, symbol.line, qualname, symbol))
         # (path, qualname) is unique, so the comparison never reaches the symbol itself.
         scored.sort(key=lambda item: item[:4])
@@ -463,7 +645,7 @@ class ContextEngine:
             FileHit(
                 path=path,
                 score=round(score, 6),
-                content_hash=self._records[path].content_hash,
+                content_hash=held[path].content_hash,
                 symbols=tuple(per_path.get(path, ())),
             )
             for path, score in ranked[:k]
@@ -471,7 +653,7 @@ class ContextEngine:
         return hits, tuple(overall)
 
     def _named_symbol(self, path: str, qualname: str) -> Symbol | None:
-        record = self._records.get(path)
+        record = self._post.held.get(path)
         if record is None or record.symbols is None:
             return None
         return next((s for s in record.symbols.definitions if s.qualname == qualname), None)
@@ -481,15 +663,19 @@ class ContextEngine:
     ) -> dict[str, float]:
         """Files by their chunk closest in meaning to the task; close chunks lift definitions."""
         w = self.weights
-        if self._embedder is None or not len(self._vectors) or w.semantic + w.semantic_symbol <= 0:
+        if (
+            self._embedder is None
+            or not len(self._post.vectors)
+            or w.semantic + w.semantic_symbol <= 0
+        ):
             return {}
         vector = self._embedder.embed([query.text])[0]
         if not vector.any():
             return {}
-        hits = self._vectors.search(vector, files=_SEMANTIC_FILES, rows=_SEMANTIC_ROWS)
-        rows = spread({f"{path}{_CHUNK_SEP}{i}": score for path, i, score in hits.rows})
+        hits = self._post.vectors.search(vector, files=_SEMANTIC_FILES, rows=_SEMANTIC_ROWS)
+        rows = spread({f"{path}{CHUNK_SEP}{i}": score for path, i, score in hits.rows})
         for key, score in rows.items():
-            path, _, index = key.partition(_CHUNK_SEP)
+            path, _, index = key.partition(CHUNK_SEP)
             symbol = self._symbol(path, int(index))  # None for the file's own row
             if symbol is not None:
                 named = (path, symbol.qualname)
@@ -497,7 +683,7 @@ class ContextEngine:
         return spread(hits.files)
 
     def _symbol(self, path: str, index: int) -> Symbol | None:
-        record = self._records.get(path)
+        record = self._post.held.get(path)
         if record is None or record.symbols is None or index >= len(record.symbols.definitions):
             return None
         return record.symbols.definitions[index]
@@ -526,10 +712,6 @@ def _symbol_hit(path: str, symbol: Symbol, score: float) -> SymbolHit:
         signature=symbol.signature,
         score=round(score, 6),
     )
-
-
-def _restat(record: FileRecord, entry: Entry) -> FileRecord:
-    return replace(record, size=entry.size, mtime_ns=entry.mtime_ns)
 
 
 def _top(index: Bm25Index, scores: ScoreArray, n: int) -> dict[str, float]:

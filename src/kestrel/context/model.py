@@ -76,6 +76,8 @@ class SearchResult:
     symbols: tuple[SymbolHit, ...]
     took_ms: float
     stale_caught: int = 0
+    pending: int = 0
+    """Files still being read in the background, which this answer could not include."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,3 +91,5 @@ class IndexReport:
     removed: int
     took_s: float
     skipped: dict[str, int] = field(default_factory=dict)
+    pending: int = 0
+    """Files left to read in the background: the refresh returned before reading them."""

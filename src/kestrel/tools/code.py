@@ -92,7 +92,9 @@ class CodeIndex:
             opened = self._opened[root] = _Opened(self._factory(root))
         engine = opened.engine
         if opened.refreshed_at is None or self._clock() - opened.refreshed_at > REFRESH_AFTER_S:
-            engine.refresh()
+            # A big change (a first index, a checkout) is read in the background: the query is
+            # answered now, without the files not read yet, and says how many those are.
+            engine.refresh(wait=False)
             opened.refreshed_at = self._clock()
         else:
             # A stat per file: cheap, and it catches the session's own edits at once.
@@ -155,10 +157,16 @@ class SearchCode(_CodeTool):
 
 def render_search(result: SearchResult) -> str:
     """Files best first with their definitions, then the best definitions overall."""
+    unsearched = (
+        f"\n\nThe index is still being built: {_plural(result.pending, 'file')} not read yet "
+        "were not searched. grep reads every file; search again shortly for a complete ranking."
+        if result.pending
+        else ""
+    )
     if not result.files:
         return (
             f"No indexed file matches {result.query!r}. Try other words or identifiers, "
-            "or grep for an exact string."
+            f"or grep for an exact string.{unsearched}"
         )
     lines = [f"{_plural(len(result.files), 'file')} for {result.query!r}, best first:"]
     for rank, hit in enumerate(result.files, 1):
@@ -172,7 +180,7 @@ def render_search(result: SearchResult) -> str:
             f"  {s.path}:{s.line} {s.qualname} ({s.kind}) — {_one_line(s.signature)}"
             for s in result.symbols[:10]
         ]
-    return "\n".join(lines)
+    return "\n".join(lines) + unsearched
 
 
 class FindSymbolArgs(BaseModel):
