@@ -103,6 +103,33 @@ def test_ranks_the_file_a_task_names(repo: Path, tmp_path: Path) -> None:
     engine.close()
 
 
+def test_definitions_of_the_best_files_come_first_and_classes_after_their_methods(
+    repo: Path, tmp_path: Path
+) -> None:
+    engine = open_engine(repo, tmp_path)
+    task = "The total price of the cart is wrong when quantity is zero"
+    flat = replace(engine.weights, symbol_file_power=0.0, class_symbol_prior=1.0)
+    engine.weights = flat
+    before = [s.qualname for s in engine.search(task).symbols]
+    # Without the file's share as a power, a test ranked low still pushes past the class.
+    assert before[:4] == ["Cart.total_price", "Cart.add_item", "test_total_price", "Cart"]
+    engine.weights = replace(flat, symbol_file_power=0.5, class_symbol_prior=0.7)
+    result = engine.search(task)
+    assert [s.qualname for s in result.symbols][:4] == [
+        "Cart.total_price",
+        "Cart.add_item",
+        "Cart",
+        "test_total_price",
+    ]
+    # A file's own list keeps its class at full weight: shown whole, it holds the methods.
+    assert [s.qualname for s in result.files[0].symbols] == [
+        "Cart.total_price",
+        "Cart.add_item",
+        "Cart",
+    ]
+    engine.close()
+
+
 def test_index_persists_and_only_changes_are_read(repo: Path, tmp_path: Path) -> None:
     open_engine(repo, tmp_path).close()
     again = ContextEngine.open(repo, tmp_path / "cache")

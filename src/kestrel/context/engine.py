@@ -582,9 +582,7 @@ class ContextEngine:
         signals.lexical_chunk = normalised(best_chunk)
         semantic_symbols: dict[tuple[str, str], float] = {}
         signals.semantic = self._semantic(query, semantic_symbols)
-        signals.identifier, ident_symbols = identifier_scores(
-            query, self.definitions_named, w.qualified_symbol
-        )
+        signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
         # Held postings only: a file not yet read has none, a pending one has old ones.
         held = post.held
         if self._path_index is None or self._kinds is None:
@@ -611,7 +609,7 @@ class ContextEngine:
         for named, bonus in (*ident_symbols.items(), *semantic_symbols.items()):
             symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
         # Score every candidate definition, but build hits only for the ones served.
-        scored: list[tuple[float, str, int, str, Symbol]] = []
+        scored: list[tuple[float, float, str, int, str, Symbol]] = []
         for (path, qualname), score in symbol_scores.items():
             if path not in file_share:
                 continue
@@ -619,28 +617,23 @@ class ContextEngine:
             if symbol is None:
                 continue
             share = file_share[path]
-            total = score + w.symbol_file_share * share
-            if w.symbol_file_power:
-                total *= share**w.symbol_file_power
+            within = score + w.symbol_file_share * share
+            total = within * share**w.symbol_file_power
             if symbol.kind in CLASS_KINDS:
                 total *= w.class_symbol_prior
-            scored.append((-total, path, symbol.line, qualname, symbol))
+            scored.append((-total, -within, path, symbol.line, qualname, symbol))
         # (path, qualname) is unique, so the comparison never reaches the symbol itself.
-        scored.sort(key=lambda item: item[:4])
+        scored.sort(key=lambda item: (item[0], *item[2:5]))
+        wanted = max(k * per_file, 10)
+        overall = [_symbol_hit(item[2], item[5], -item[0]) for item in scored[:wanted]]
+        # A file's own list keeps classes at their full score: a class shown whole holds
+        # the methods that matched in it.
         shown = {path for path, _ in ranked[:k]}
         per_path: dict[str, list[SymbolHit]] = {}
-        overall: list[SymbolHit] = []
-        wanted = max(k * per_file, 10)
-        for negative, path, _, _, symbol in scored:
-            mine = per_path.setdefault(path, [])
-            want_mine = path in shown and len(mine) < per_file
-            if not want_mine and len(overall) >= wanted:
-                continue
-            hit = _symbol_hit(path, symbol, -negative)
-            if want_mine:
-                mine.append(hit)
-            if len(overall) < wanted:
-                overall.append(hit)
+        for item in sorted((i for i in scored if i[2] in shown), key=lambda i: i[1:5]):
+            mine = per_path.setdefault(item[2], [])
+            if len(mine) < per_file:
+                mine.append(_symbol_hit(item[2], item[5], -item[0]))
         hits = tuple(
             FileHit(
                 path=path,

@@ -39,12 +39,10 @@ class Weights:
     text_prior: float = 0.5
     symbol_file_share: float = 0.5
     """A definition's score gains this times its file's score over the best file's."""
-    symbol_file_power: float = 0.0
-    """...and is multiplied by that share to this power: above 0, the best files' go first."""
-    class_symbol_prior: float = 1.0
+    symbol_file_power: float = 0.5
+    """...and is multiplied by that share to this power: the best files' definitions go first."""
+    class_symbol_prior: float = 0.7
     """Classes, structs and the like among definitions: fixes land in their methods more often."""
-    qualified_symbol: float = 0.0
-    """A method named in the task whose class the task names too (`Cart` ... `total`)."""
 
 
 @dataclass(slots=True)
@@ -110,37 +108,22 @@ def mention_scores(query: TaskQuery, by_suffix: PathIndex) -> dict[str, float]:
 
 
 def identifier_scores(
-    query: TaskQuery,
-    definitions_named: Callable[[str], Sequence[tuple[str, Symbol]]],
-    qualified: float = 0.0,
+    query: TaskQuery, definitions_named: Callable[[str], Sequence[tuple[str, Symbol]]]
 ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
-    """Files and definitions whose names the task uses; rare names count more.
-
-    A definition whose enclosing name the task uses as well (the class of a method) gains
-    `qualified`, shared among the definitions so named: a common method name is then rare.
-    """
+    """Files and definitions whose names the task uses; rare names count more."""
     files: dict[str, float] = {}
     symbols: dict[tuple[str, str], float] = {}
-    named = set(query.identifiers)
     for name in query.identifiers:
         found = definitions_named(name)
         if not found:
             continue
         owners = {path for path, _ in found}
         weight = 1.0 / len(owners)
-        inside = [
-            (path, symbol)
-            for path, symbol in found
-            if (parts := symbol.qualname.split("."))[:-1] and parts[-2] in named
-        ]
         for path, symbol in found:
             bonus = 1.5 if symbol.kind in CLASS_KINDS else 1.0
             files[path] = files.get(path, 0.0) + weight * bonus
             key = (path, symbol.qualname)
             symbols[key] = symbols.get(key, 0.0) + weight
-        for path, symbol in inside:
-            key = (path, symbol.qualname)
-            symbols[key] = symbols.get(key, 0.0) + qualified / len(inside)
     return files, symbols
 
 
