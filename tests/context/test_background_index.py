@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from kestrel.context.inventory import Entry, content_hash
 from kestrel.context.reader import (
     WORKER_NICENESS,
     ReadFile,
+    ReadWorker,
     index_workers,
     read_files,
     worker_pool,
@@ -103,10 +105,58 @@ def test_worker_processes_read_what_this_thread_reads(repo: Path) -> None:
     assert [s.name for s in first.analysis.symbols.definitions] == ["handler_0"]
 
 
-def test_workers_run_at_a_lower_priority() -> None:
+def test_workers_run_at_a_lower_priority(repo: Path) -> None:
     with worker_pool(1) as pool:
-        theirs = pool.submit(os.nice, 0).result()
-    assert theirs == min(os.nice(0) + WORKER_NICENESS, 19)
+        assert pool.submit(str(repo), []).result() == []  # the worker is up and has answered
+        (pid,) = pool.pids
+        theirs = os.getpriority(os.PRIO_PROCESS, pid)
+    assert theirs == min(os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS, 19)
+
+
+def test_a_lost_worker_s_batch_is_read_here(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entries = [
+        Entry(str(p.relative_to(repo)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted((repo / "app").iterdir())
+    ]
+    real = ReadWorker.read
+    calls = []
+
+    def dies_once(self: ReadWorker, root: str, batch: Sequence[Entry]) -> object:
+        calls.append(len(batch))
+        if len(calls) == 1:
+            self.process.kill()  # as a crash in a parser would
+        return real(self, root, batch)
+
+    monkeypatch.setattr(ReadWorker, "read", dies_once)
+    read = {e.path: r for batch in read_files(repo, entries, 2) for e, r in batch}
+    assert len(read) == MODULES and all(r is not None for r in read.values())
+    assert len(calls) >= 2
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(
+    repo: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "use_engine.py"
+    ran = tmp_path / "ran.txt"
+    script.write_text(
+        "from pathlib import Path\n"
+        "import kestrel.context.engine as engine_module\n"
+        "from kestrel.context.engine import ContextEngine\n"
+        f"with open({str(ran)!r}, 'a') as f:\n"
+        "    f.write('ran\\n')\n"
+        "engine_module.POOL_MIN_FILES = 1\n"
+        f"engine = ContextEngine.open(Path({str(repo)!r}), Path({str(tmp_path / 'c')!r}), "
+        "workers=2)\n"
+        "print(engine.refresh().files_ranked)\n"
+        "engine.close()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(engine_module.__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(MODULES + 1)
+    assert ran.read_text() == "ran\n"
 
 
 def test_worker_count_from_the_environment(capsys: pytest.CaptureFixture[str]) -> None:

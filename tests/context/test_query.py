@@ -64,3 +64,17 @@ def test_test_paths() -> None:
         assert not is_test_path(path), path
     assert about_tests(parse_query("tests/test_a.py fails"))
     assert not about_tests(parse_query("the parser crashes"))
+
+
+def test_path_index_updated_in_place_answers_as_one_built_afresh() -> None:
+    paths = [f"pkg{i}/utils.py" for i in range(3)] + ["app/models.py", "app/views/__init__.py"]
+    index = PathIndex(paths[:2])
+    for path in paths[2:]:
+        index.add(path)
+    index.remove("pkg0/utils.py")
+    index.remove("not/there.py")
+    index.add("pkg0/helpers.py")
+    fresh = PathIndex([*paths[1:], "pkg0/helpers.py"])
+    for mentioned in ("utils.py", "pkg1/utils.py", "pkg0/utils.py", "helpers.py", "views"):
+        assert index.lookup(mentioned) == fresh.lookup(mentioned), mentioned
+    assert index.lookup("helpers.py") == ["pkg0/helpers.py"]

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,7 @@ CREATE TABLE IF NOT EXISTS files (
 
 
 class IndexStore:
-    """Reads and writes file records and the vocabulary; one writer at a time.
+    """Reads and writes file records and the vocabulary; writes from several threads queue.
 
     `embedder` names the model whose vectors the index holds: vectors stored by another model
     are dropped on opening (the engine embeds those files again). None leaves them as they are.
@@ -78,6 +79,7 @@ class IndexStore:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._writing = threading.Lock()
         # Callers serialise access; allowing other threads lets a tool run the engine off-loop.
         self._db = sqlite3.connect(
             ":memory:" if path is None else str(path), timeout=30, check_same_thread=False
@@ -101,7 +103,8 @@ class IndexStore:
 
     def close(self) -> None:
         """Close the database."""
-        self._db.close()
+        with self._writing:
+            self._db.close()
 
     def _version(self) -> str | None:
         try:
@@ -134,7 +137,7 @@ class IndexStore:
         removals: Iterable[str],
     ) -> None:
         """Write changed records, removed paths and new vocabulary in one transaction."""
-        with self._db:
+        with self._writing, self._db:
             known = self._db.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM vocab").fetchone()[0]
             self._db.executemany(
                 "INSERT INTO vocab(id, term) VALUES (?, ?)",
@@ -148,7 +151,7 @@ class IndexStore:
 
     def touch(self, stats: Iterable[tuple[str, int, int]]) -> None:
         """Record a new stat for files whose content did not change."""
-        with self._db:
+        with self._writing, self._db:
             self._db.executemany(
                 "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
                 ((size, mtime, path) for path, size, mtime in stats),

@@ -27,8 +27,11 @@ class Postings:
         # Definitions vary less in length than files; normalising less keeps long ones findable.
         self.chunks = Bm25Index(k1=1.2, b=0.5)
         self.vectors = VectorIndex()
-        self.by_name: dict[str, dict[str, list[Symbol]]] = {}
-        """Definitions by short name, then by path: dropping a file touches only its names."""
+        self.by_name: dict[str, dict[str, tuple[Symbol, ...]]] = {}
+        """Definitions by short name, then by path: dropping a file touches only its names.
+
+        Tuples, not lists: with only tuples and strings inside, the garbage collector skips them.
+        """
         self.held: dict[str, FileRecord] = {}
 
     @classmethod
@@ -79,5 +82,8 @@ class Postings:
     def _add_names(self, record: FileRecord) -> None:
         if record.symbols is None:
             return
+        mine: dict[str, list[Symbol]] = {}
         for symbol in record.symbols.definitions:
-            self.by_name.setdefault(symbol.name, {}).setdefault(record.path, []).append(symbol)
+            mine.setdefault(symbol.name, []).append(symbol)
+        for name, symbols in mine.items():
+            self.by_name.setdefault(name, {})[record.path] = tuple(symbols)

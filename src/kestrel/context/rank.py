@@ -167,9 +167,24 @@ class PathIndex:
         # `__init__.py` with each of thousands of such files cost most of a query's time.
         self._by_tail: dict[tuple[str, ...], list[str]] = {}
         for path in paths:
-            parts = tuple(path.split("/"))
-            for cut in range(len(parts)):
-                self._by_tail.setdefault(parts[cut:], []).append(path)
+            self.add(path)
+
+    def add(self, path: str) -> None:
+        """Index one more path (one not held yet)."""
+        parts = tuple(path.split("/"))
+        for cut in range(len(parts)):
+            self._by_tail.setdefault(parts[cut:], []).append(path)
+
+    def remove(self, path: str) -> None:
+        """Forget one path; absent paths are ignored."""
+        parts = tuple(path.split("/"))
+        for cut in range(len(parts)):
+            tail = parts[cut:]
+            found = self._by_tail.get(tail)
+            if found is not None and path in found:
+                found.remove(path)
+                if not found:
+                    del self._by_tail[tail]
 
     def lookup(self, mentioned: str) -> list[str]:
         """Paths ending with the mentioned path, at a component boundary; longest match wins."""
