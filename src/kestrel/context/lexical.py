@@ -252,6 +252,10 @@ class Bm25Index:
             self._df = _grown(self._df, int(ids.max()) + 1)
             self._df[ids] += 1
 
+    def prepare(self) -> None:
+        """Build now the segment a query would build for documents added since the last one."""
+        self._segments()
+
     def _segments(self) -> list[_Segment]:
         """The base, then segments for the documents added since, built as queries need them.
 

@@ -62,6 +62,11 @@ class Postings:
             self.vectors.put(record.path, record.vectors)
         self._add_names(record)
 
+    def prepare(self) -> None:
+        """Index what was added for querying now, so that the next query does not pay for it."""
+        self.files.prepare()
+        self.chunks.prepare()
+
     def remove(self, path: str) -> None:
         """Forget `path`; absent paths are ignored."""
         old = self.held.pop(path, None)
