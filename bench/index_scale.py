@@ -561,6 +561,7 @@ def background_checkout(engine: ContextEngine, root: Path) -> dict[str, Any]:
         "queries": len(during),
         "query_during": stats(during) if during else None,
         "pending_seen": [max(pending, default=0), min(pending, default=0)],
+        "each_ms": [round(1000 * t, 1) for t in during],
     }
     line = (
         f"git checkout {BRANCH}, refresh(wait=False) returned in {returned:.2f} s "

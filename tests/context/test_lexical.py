@@ -79,7 +79,7 @@ def test_updates_and_removals_stay_exact() -> None:
         assert got[key] == pytest.approx(want[key])
 
 
-def test_many_updates_fold_into_the_base_segment() -> None:
+def test_many_updates_stay_exact_and_ask_for_a_rebuild() -> None:
     vocab = Vocabulary()
     index = Bm25Index()
     docs = {f"f{i}.py": {f"t{i % 7}": 1.0 + i % 3, "common": 1.0} for i in range(3000)}
@@ -94,6 +94,9 @@ def test_many_updates_fold_into_the_base_segment() -> None:
     for key in sample:
         assert got[key] == pytest.approx(want[key])
     assert len(index) == 3000
+    assert index.crowded()  # half the documents replaced: the owner should rebuild
+    index.bulk_load((k, *vocab.vector(d)) for k, d in docs.items())
+    assert not index.crowded()
 
 
 def test_queries_between_single_updates_stay_exact_with_few_segments() -> None:

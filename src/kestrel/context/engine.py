@@ -111,6 +111,7 @@ class ContextEngine:
         # Built now and kept up to date: built on a first query, they cost it 0.4 s at 31k files.
         self._path_index = PathIndex(list(self._records))
         self._kinds: dict[str, str] = {p: r.kind for p, r in self._records.items()}
+        gc.collect()  # what loading left behind, before the rest is settled
         _settle()
 
     @classmethod
@@ -334,7 +335,9 @@ class ContextEngine:
                     self._rebuild(serving=True)
                     since_build = 0
         finally:
-            if bulk:
+            # Many files replaced one by one leave dead entries behind: rebuilt here, off the
+            # lock when in the background, rather than inside one update under the lock.
+            if bulk or self._post.crowded():
                 self._rebuild(serving=job is not None)
             with self._lock:
                 # What was not read (stopped, or failed) is planned again by the next refresh.
@@ -717,7 +720,6 @@ def _settle() -> None:
     so the collector need not walk them again (`gc.freeze`). Objects that are dropped are still
     freed by reference counting; only reference cycles among them would wait.
     """
-    gc.collect()
     gc.freeze()
 
 

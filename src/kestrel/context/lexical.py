@@ -15,8 +15,11 @@ FloatArray = npt.NDArray[np.float32]
 ScoreArray = npt.NDArray[np.float64]
 
 _MIN_DOCS_TO_SKIP = 50
-_DELTA_LIMIT = 0.2
-"""Fold the segments after the base into it once they hold this share of all documents."""
+_CROWDED = 0.2
+"""Documents added since the base, as a share of the live ones, past which the owner should
+rebuild the index whole when convenient (`crowded`): replaced documents stay as dead slots."""
+_FOLD_LIMIT = 1.0
+"""Past this share, `put` folds everything into a new base itself, whatever it costs then."""
 _MAX_TAIL = 8
 """Segments after the base beyond this are merged into one: each costs a pass per query."""
 
@@ -173,8 +176,15 @@ class Bm25Index:
         """Add or replace one document."""
         self.remove(key)
         self._append(key, ids, tfs)
-        if len(self._keys) - self._base.end > _DELTA_LIMIT * max(len(self._slot), 1000):
+        if self._added() > _FOLD_LIMIT * max(len(self._slot), 1000):
             self._fold()
+
+    def crowded(self) -> bool:
+        """Whether enough was added since the base that rebuilding whole is worth it now."""
+        return self._added() > _CROWDED * max(len(self._slot), 1000)
+
+    def _added(self) -> int:
+        return len(self._keys) - self._base.end
 
     def remove(self, key: str) -> None:
         """Drop one document; absent keys are ignored."""

@@ -62,6 +62,10 @@ class Postings:
             self.vectors.put(record.path, record.vectors)
         self._add_names(record)
 
+    def crowded(self) -> bool:
+        """Whether so much was replaced since they were built that building afresh pays."""
+        return self.files.crowded() or self.chunks.crowded()
+
     def prepare(self) -> None:
         """Index what was added for querying now, so that the next query does not pay for it."""
         self.files.prepare()
