@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,24 @@ class Gate:
                 assert self.opened.wait(30), "the test never opened the gate"
             self.delivered += 1
             yield batch
+
+
+@contextmanager
+def mid_read(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[ContextEngine, Gate]]:
+    """The repository indexed, then every module rewritten and read again in the background,
+    held at the gate until the test opens it."""
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh()
+        gate = Gate()
+        monkeypatch.setattr(engine_module, "read_files", gate)
+        rewrite_all(repo, "narwhal")
+        assert engine.refresh(wait=False).pending == MODULES
+        yield engine, gate
+    finally:
+        engine.close()
 
 
 def rewrite_all(root: Path, word: str) -> None:
@@ -187,15 +207,7 @@ def test_an_index_read_by_worker_processes_answers_like_one_read_here(
 def test_a_big_change_is_read_in_the_background_and_never_served_stale(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        engine.refresh()
-        assert len(paths_for(engine, "walrus")) == MODULES + 1  # and the README
-        gate = Gate()
-        monkeypatch.setattr(engine_module, "read_files", gate)
-        rewrite_all(repo, "narwhal")
-        report = engine.refresh(wait=False)
-        assert report.pending == MODULES
+    with mid_read(repo, tmp_path, monkeypatch) as (engine, gate):
         # Meanwhile: the old text of the changed files is not served, the rest still is.
         during = engine.search("walrus", k=50)
         assert during.pending == MODULES
@@ -209,21 +221,13 @@ def test_a_big_change_is_read_in_the_background_and_never_served_stale(
         assert len(after.files) == MODULES
         for hit in after.files:
             assert hit.content_hash == content_hash((repo / hit.path).read_bytes())
-    finally:
-        engine.close()
 
 
 @pytest.mark.usefixtures("small_limits")
 def test_a_context_pack_built_during_a_read_says_what_was_not_searched(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        engine.refresh()
-        gate = Gate()
-        monkeypatch.setattr(engine_module, "read_files", gate)
-        rewrite_all(repo, "narwhal")
-        engine.refresh(wait=False)
+    with mid_read(repo, tmp_path, monkeypatch) as (engine, gate):
         for budget in (30, 200, 2000):
             pack = build_context_pack(engine, "walrus handlers", budget_tokens=budget)
             assert pack.pending == MODULES
@@ -235,8 +239,6 @@ def test_a_context_pack_built_during_a_read_says_what_was_not_searched(
         engine.refresh()
         pack = build_context_pack(engine, "narwhal handlers", budget_tokens=2000)
         assert pack.pending == 0 and "still being indexed" not in pack.note
-    finally:
-        engine.close()
 
 
 @pytest.mark.usefixtures("small_limits")
@@ -248,9 +250,9 @@ def test_a_first_index_answers_with_what_it_has_read_so_far(
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
         assert engine.refresh(wait=False).pending == MODULES + 1
-        deadline = threading.Event()
-        while engine.pending > MODULES + 1 - 32 and not deadline.wait(0.05):
-            pass  # the first batch is read and indexed, the rest waits at the gate
+        deadline = time.monotonic() + 30
+        while engine.pending > MODULES + 1 - 32 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the first batch is read and indexed, the rest waits at the gate
         served = paths_for(engine, "walrus handler")
         assert 0 < len(served) <= 32
         assert engine.pending == MODULES + 1 - 32
@@ -266,13 +268,7 @@ def test_a_first_index_answers_with_what_it_has_read_so_far(
 def test_a_file_rechecked_during_a_background_read_keeps_its_newer_content(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        engine.refresh()
-        gate = Gate()
-        monkeypatch.setattr(engine_module, "read_files", gate)
-        rewrite_all(repo, "narwhal")
-        engine.refresh(wait=False)
+    with mid_read(repo, tmp_path, monkeypatch) as (engine, gate):
         monkeypatch.setattr(engine_module, "read_files", read_files)  # for the one-file check
         target = repo / "app" / "mod_03.py"
         target.write_text("def handler_3(request):\n    return 'octopus'\n")
@@ -285,8 +281,6 @@ def test_a_file_rechecked_during_a_background_read_keeps_its_newer_content(
         assert paths_for(engine, "octopus") == ["app/mod_03.py"]
         assert "app/mod_03.py" not in paths_for(engine, "narwhal")
         assert engine.pending == 0
-    finally:
-        engine.close()
 
 
 @pytest.mark.usefixtures("small_limits")
