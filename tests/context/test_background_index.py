@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import kestrel.context.engine as engine_module
+import kestrel.context.reader as reader_module
 from kestrel.context.budget import estimate_tokens
 from kestrel.context.builder import build_context_pack
 from kestrel.context.engine import ContextEngine
@@ -61,6 +61,8 @@ class Gate:
     def __init__(self, free_batches: int = 0) -> None:
         self.free_batches = free_batches
         self.opened = threading.Event()
+        self.holding = threading.Event()
+        """Set once a batch is held: every batch before it has been indexed by then."""
         self.delivered = 0
         self.calls = 0
 
@@ -74,6 +76,7 @@ class Gate:
         self.calls += 1
         for batch in read_files(root, [*todo], 0, stop):
             if self.delivered >= self.free_batches:
+                self.holding.set()
                 assert self.opened.wait(30), "the test never opened the gate"
             self.delivered += 1
             yield batch
@@ -81,14 +84,14 @@ class Gate:
 
 @contextmanager
 def mid_read(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_batches: int = 0
 ) -> Iterator[tuple[ContextEngine, Gate]]:
     """The repository indexed, then every module rewritten and read again in the background,
-    held at the gate until the test opens it."""
+    held at the gate (after `free_batches`) until the test opens it."""
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
         engine.refresh()
-        gate = Gate()
+        gate = Gate(free_batches)
         monkeypatch.setattr(engine_module, "read_files", gate)
         rewrite_all(repo, "narwhal")
         assert engine.refresh(wait=False).pending == MODULES
@@ -250,9 +253,7 @@ def test_a_first_index_answers_with_what_it_has_read_so_far(
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
         assert engine.refresh(wait=False).pending == MODULES + 1
-        deadline = time.monotonic() + 30
-        while engine.pending > MODULES + 1 - 32 and time.monotonic() < deadline:
-            time.sleep(0.05)  # the first batch is read and indexed, the rest waits at the gate
+        assert gate.holding.wait(30)  # the first batch is read and indexed, the rest waits
         served = paths_for(engine, "walrus handler")
         assert 0 < len(served) <= 32
         assert engine.pending == MODULES + 1 - 32
@@ -284,6 +285,26 @@ def test_a_file_rechecked_during_a_background_read_keeps_its_newer_content(
 
 
 @pytest.mark.usefixtures("small_limits")
+def test_a_file_touched_during_a_bulk_read_waits_for_the_rebuild_with_the_rest(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with mid_read(repo, tmp_path, monkeypatch, free_batches=1) as (engine, gate):
+        assert gate.holding.wait(30)  # the first batch is read; its postings wait for the rebuild
+        assert engine.pending == MODULES  # a bulk read: nothing is served before the rebuild
+        target = repo / "app" / "mod_00.py"
+        st = target.stat()
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 9_000_000_000))  # same bytes
+        monkeypatch.setattr(engine_module, "read_files", read_files)
+        assert engine.refresh_paths(["app/mod_00.py"]) == 0
+        # Its postings still hold the old text: it must not be served from them.
+        assert "app/mod_00.py" not in paths_for(engine, "walrus")
+        gate.opened.set()
+        engine.refresh()
+        assert engine.pending == 0
+        assert "app/mod_00.py" in paths_for(engine, "narwhal")
+
+
+@pytest.mark.usefixtures("small_limits")
 def test_a_failed_background_read_is_reported_then_redone(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,22 +329,24 @@ def test_a_failed_background_read_is_reported_then_redone(
 def test_closing_stops_a_background_read(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(reader_module, "BATCH_FILES", 4)  # 11 batches
     gate = Gate(free_batches=1)
     monkeypatch.setattr(engine_module, "read_files", gate)
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     engine.refresh(wait=False)
+    assert gate.holding.wait(30)
     stopper = threading.Timer(0.3, gate.opened.set)
     stopper.start()
     engine.close()  # returns once the read thread has stopped
     stopper.cancel()
-    assert gate.delivered <= 2
+    assert gate.delivered == 2  # the free batch, then the one in hand when the gate opened
     # What was read is kept; the rest is read by the next refresh.
     monkeypatch.setattr(engine_module, "read_files", read_files)
     again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
         report = again.refresh()
         assert report.files_total == MODULES + 1
-        assert report.added < MODULES + 1  # the first batch was indexed and saved
+        assert report.added == MODULES + 1 - 2 * 4
         assert len(paths_for(again, "walrus handler")) == MODULES + 1
     finally:
         again.close()

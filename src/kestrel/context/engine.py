@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -50,6 +51,15 @@ BACKGROUND_MIN_FILES = 100
 REBUILD_MIN_FILES = 2000
 """While a bulk read runs, the postings are rebuilt each time this many files (or as many as
 they hold, if more) have been read, so that a first index answers with what it has so far."""
+
+
+class _Scored(NamedTuple):
+    """A candidate definition: its score overall, and within its own file."""
+
+    total: float
+    within: float
+    path: str
+    symbol: Symbol
 
 
 class _Job:
@@ -395,11 +405,15 @@ class ContextEngine:
                 and not self._lacks_vectors(old)
             ):
                 restat = replace(old, size=entry.size, mtime_ns=entry.mtime_ns)
-                self._records[entry.path] = restat
+                touched.append((entry.path, entry.size, entry.mtime_ns))
+                if entry.path in self._applied:
+                    # Read by a bulk read whose rebuild is to come: it waits with the rest.
+                    self._set_record(restat)
+                    continue
                 if self._post.held.get(entry.path) is old:
                     self._post.held[entry.path] = restat
+                self._records[entry.path] = restat
                 self._pending.discard(entry.path)
-                touched.append((entry.path, entry.size, entry.mtime_ns))
                 continue
             if bulk and record.kind in RANKED_KINDS:
                 self._set_record(record)
@@ -625,7 +639,7 @@ class ContextEngine:
         for named, bonus in (*ident_symbols.items(), *semantic_symbols.items()):
             symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
         # Score every candidate definition, but build hits only for the ones served.
-        scored: list[tuple[float, float, str, int, str, Symbol]] = []
+        scored: list[_Scored] = []
         for (path, qualname), score in symbol_scores.items():
             if path not in file_share:
                 continue
@@ -637,19 +651,20 @@ class ContextEngine:
             total = within * share**w.symbol_file_power
             if symbol.kind in CLASS_KINDS:
                 total *= w.class_symbol_prior
-            scored.append((-total, -within, path, symbol.line, qualname, symbol))
-        # (path, qualname) is unique, so the comparison never reaches the symbol itself.
-        scored.sort(key=lambda item: (item[0], *item[2:5]))
+            scored.append(_Scored(total, within, path, symbol))
+        # Ties go by path, line and name; (path, qualname) is unique.
+        scored.sort(key=lambda d: (-d.total, d.path, d.symbol.line, d.symbol.qualname))
         wanted = max(k * per_file, 10)
-        overall = [_symbol_hit(item[2], item[5], -item[0]) for item in scored[:wanted]]
+        overall = [_symbol_hit(d.path, d.symbol, d.total) for d in scored[:wanted]]
         # A file's own list keeps classes at their full score: a class shown whole holds
         # the methods that matched in it.
         shown = {path for path, _ in ranked[:k]}
         per_path: dict[str, list[SymbolHit]] = {}
-        for item in sorted((i for i in scored if i[2] in shown), key=lambda i: i[1:5]):
-            mine = per_path.setdefault(item[2], [])
+        ours = (d for d in scored if d.path in shown)
+        for d in sorted(ours, key=lambda d: (-d.within, d.path, d.symbol.line, d.symbol.qualname)):
+            mine = per_path.setdefault(d.path, [])
             if len(mine) < per_file:
-                mine.append(_symbol_hit(item[2], item[5], -item[0]))
+                mine.append(_symbol_hit(d.path, d.symbol, d.total))
         hits = tuple(
             FileHit(
                 path=path,
