@@ -8,7 +8,6 @@ host's, or an allow-list of hosts reached through a proxy (`kestrel.sandbox.prox
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
+from kestrel.sandbox.gitguard import git_mount_args
 from kestrel.sandbox.limits import (
     CgroupSupport,
     CommandCgroup,
@@ -32,6 +32,7 @@ from kestrel.sandbox.local import DEFAULT_ENV_ALLOWLIST, scrubbed_environment
 from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.seccomp import filter_bytes
+from kestrel.sandbox.usability import usability_environment, usability_mount_args
 
 Network = Literal["none", "host", "allowlist"]
 
@@ -188,8 +189,9 @@ class BwrapExecutor:
 
     def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets: allow-listed variables, a private /tmp, `overrides`."""
+        extra = usability_environment(self.workspace)
         return scrubbed_environment(
-            self.config.env_allowlist, {"TMPDIR": PRIVATE_TMP, **(overrides or {})}
+            self.config.env_allowlist, {"TMPDIR": PRIVATE_TMP, **extra, **(overrides or {})}
         )
 
     def argv(self, command: str, *, cwd: Path, seccomp_fd: int, memory_capped: bool) -> list[str]:
@@ -252,26 +254,12 @@ def mount_args(workspace: Path, masked: Sequence[Path] = ()) -> list[str]:
         if tool.is_dir() and not tool.is_symlink():
             args += ["--ro-bind", str(tool), str(tool)]
     args += ["--bind", str(workspace), str(workspace)]
-    args += _git_args(workspace)
+    args += git_mount_args(workspace)
+    args += usability_mount_args(workspace)
     # After the workspace bind, so a workspace that is (or holds) a home still hides its secrets.
     hidden = [home / name for name in HOME_SECRETS] + [Path(p) for p in SYSTEM_SECRETS]
     for path in [*hidden, *masked]:
         args += _mask(path)
-    return args
-
-
-def _git_args(workspace: Path) -> list[str]:
-    """Hooks and config of the workspace's repository are read-only: they run on the host."""
-    git = workspace / ".git"
-    if not git.is_dir() or git.is_symlink():
-        return []
-    with contextlib.suppress(OSError):
-        (git / "hooks").mkdir(exist_ok=True)
-    # Binding .git onto itself makes it a mount point, which cannot be renamed away and replaced.
-    args = ["--bind", str(git), str(git)]
-    for name in ("hooks", "config"):
-        if (git / name).exists():
-            args += ["--ro-bind", str(git / name), str(git / name)]
     return args
 
 
