@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -18,7 +18,7 @@ class Redirect:
     target: str
     """The file, fd or heredoc delimiter; "" when it is only known at run time."""
     body: str = ""
-    raw: str = ""
+    raw: str = field(default="", compare=False)
     """The target as written, quotes removed, with `$VAR`s and `$(..)`s kept as text (a
     heredoc's delimiter with its quotes)."""
     """A heredoc's content."""
