@@ -1,0 +1,212 @@
+"""The classifier's checks of what a command writes, moves or deletes: CI definitions and the git
+metadata the host's git reads, credential folders in the home directory, logs outside the
+workspace, and raw writes to block devices."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from kestrel.policy.classify_scan import Scan, split
+from kestrel.policy.shell import SimpleCommand
+
+# -- CI definitions and git metadata -------------------------------------------------------------
+
+_PROTECTED = (
+    (".github/workflows", "a GitHub Actions workflow, which runs in CI with the repo's secrets"),
+    (".gitlab-ci.yml", "the GitLab CI pipeline, which runs with the project's secrets"),
+    (".circleci", "CircleCI configuration, which runs in CI with the project's secrets"),
+    ("azure-pipelines.yml", "an Azure Pipelines definition, which runs in CI with secrets"),
+    ("Jenkinsfile", "the Jenkins pipeline, which runs in CI with its credentials"),
+    (".git/hooks", "a git hook, which runs on later git commands"),
+    (".git/config", "the repository's git config, which can make git run programs"),
+    (".git/config.worktree", "per-worktree git config, which can make git run programs"),
+    (".husky", "a Husky git hook, which runs on later git commands"),
+    (".gitmodules", "the submodule list, which tells git what to fetch and where"),
+    (".git/info/attributes", "git attributes, which can make git run filter programs"),
+    (".git/commondir", "the pointer to git's shared data, which can aim git at other config"),
+    (".git/objects/info/alternates", "a list of other object stores git reads objects from"),
+    (".git/modules", "a submodule's git data (its config and hooks), which git runs"),
+    (".git/worktrees", "a linked worktree's git data, which git follows to config and hooks"),
+)  # fmt: skip
+_DOT_GIT = "the repository's .git, which tells git where its config and hooks are"
+_NESTED_GIT = "a submodule's or nested repository's .git, which git follows to config and hooks"
+_TOUCHERS = frozenset({"touch", "rm", "unlink", "truncate", "shred", "rmdir", "mkdir"})
+_TAKES_FIRST = frozenset({"chmod", "chown", "chgrp"})  # the first operand is a mode or owner
+
+
+def protected(rel: str) -> str | None:
+    """What the workspace path `rel` is, when writing it runs code or changes what git does."""
+    if rel == ".git":
+        return _DOT_GIT
+    for prefix, what in _PROTECTED:
+        if rel == prefix or rel.startswith(prefix + "/"):
+            return what
+    if ".git" in rel.split("/")[1:]:
+        return _NESTED_GIT
+    return None
+
+
+def ci_writes(command: SimpleCommand, scan: Scan) -> list[str]:
+    """Writes to CI definitions, git hooks and the git metadata git reads."""
+    reasons = []
+    for word in written(command):
+        path = scan.resolve(word)
+        if path is None or not scan.inside(path):
+            continue
+        what = protected(path.relative_to(scan.root).as_posix())
+        if what is not None:
+            reasons.append(f"it writes {word}, {what}")
+    return reasons
+
+
+def written(command: SimpleCommand) -> list[str]:
+    """Paths the command writes, moves, deletes or changes the mode of."""
+    out = [
+        r.target
+        for r in command.redirects
+        if ">" in r.op and r.target and not re.fullmatch(r"\d+|-", r.target)
+    ]
+    name, args = command.name, command.words[1:]
+    takes = _TRUNCATE_VALUE if name == "truncate" else frozenset()
+    flags, operands = split(args, takes)
+    if name == "tee" or name in _TOUCHERS or name == "mv":
+        out += operands
+    elif name in _TAKES_FIRST:
+        out += operands[1:]
+    elif name in ("cp", "install", "ln", "rsync"):
+        target = [a.partition("=")[2] for a in args if a.startswith("--target-directory=")]
+        target += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-t"]
+        out += target or operands[-1:]
+    elif name == "sed" and any(
+        f.startswith("--in-place") or (f[1] != "-" and "i" in f) for f in flags
+    ):
+        scripted = any(f in ("-e", "-f", "--expression", "--file") for f in flags)
+        out += operands if scripted else operands[1:]
+    elif name == "dd":
+        out += [a[3:] for a in args if a.startswith("of=")]
+    return out
+
+
+_TRUNCATE_VALUE = frozenset({"-s", "--size", "-r", "--reference"})
+
+# -- credentials in the home directory -----------------------------------------------------------
+
+_SECRETS = {
+    ".ssh": "SSH keys",
+    ".aws": "AWS credentials",
+    ".gnupg": "GPG keys",
+    ".kube": "Kubernetes credentials",
+    ".config/gcloud": "Google Cloud credentials",
+    ".azure": "Azure credentials",
+    ".docker": "container registry credentials",
+    ".netrc": "login passwords",
+    ".git-credentials": "git's saved passwords and tokens",
+    ".config/gh": "the GitHub CLI's token",
+    ".pgpass": "PostgreSQL passwords",
+    ".pypirc": "PyPI upload tokens",
+    ".npmrc": "npm tokens",
+    ".password-store": "saved passwords",
+    ".terraform.d": "Terraform Cloud tokens",
+    ".vault-token": "a Vault token",
+}
+_HOME = re.compile(r"(~[^/]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(/.*)?")
+_VERBS = {"mv": "moves", "rm": "deletes", "rmdir": "deletes", "unlink": "deletes"}
+_VERBS |= {"shred": "shreds", "truncate": "empties"}
+
+
+def secret_writes(command: SimpleCommand, scan: Scan) -> list[str]:
+    """Moving, deleting or overwriting a credential folder of the home directory, or the home
+    directory itself; reading them is left to Read rules."""
+    verb = _VERBS.get(command.name, "overwrites")
+    reasons = []
+    for word in written(command):
+        held = _secret(word.rstrip("/"), scan)
+        if held:
+            reasons.append(f"it {verb} {word}, {held}")
+    return reasons
+
+
+def _secret(word: str, scan: Scan) -> str:
+    match = _HOME.fullmatch(word)
+    if match is not None:
+        rest = (match[2] or "").lstrip("/")
+    elif scan.cwd is None and not word.startswith("/"):
+        rest = word  # after `cd ~` or `cd $DIR`: `.ssh` may well be the real one
+    else:
+        return ""
+    rest = str(PurePosixPath(rest)) if rest else ""
+    if rest in ("", "."):
+        return (
+            "the home directory itself, with every credential and setting in it"
+            if (match is not None)
+            else ""
+        )
+    for folder, what in _SECRETS.items():
+        if rest == folder or rest.startswith(folder + "/"):
+            return f"which holds {what}"
+    return ""
+
+
+# -- logs ----------------------------------------------------------------------------------------
+
+_LOG_DIRS = (PurePosixPath("/var/log"), PurePosixPath("/var/adm"))
+_SCRATCH = tuple(PurePosixPath(p) for p in ("/tmp", "/var/tmp", "/dev/shm"))  # noqa: S108
+_LOG_ERASERS = frozenset({"truncate", "rm", "unlink", "shred", "mv", "cp", "dd", "tee", "sed"})
+
+
+def log_writes(command: SimpleCommand, scan: Scan) -> list[str]:
+    """Emptying, deleting or rewriting a log outside the workspace (`> /var/log/x`,
+    `truncate -s 0 /var/log/syslog`, `rm /var/log/auth.log`)."""
+    words = [r.target for r in command.redirects if r.op in (">", ">|", "&>", "1>")]
+    appends = command.name == "tee" and any(w in ("-a", "--append") for w in command.words)
+    if command.name in _LOG_ERASERS and not appends:
+        words += written(command)
+    words += _found_logs(command, scan)
+    reasons = []
+    for word in dict.fromkeys(words):
+        path = scan.resolve(word)
+        is_log = word.endswith(".log") or ".log." in word or "/log/" in word or "/logs/" in word
+        if path is None:
+            if is_log and (word.startswith("~") or "$" in word):
+                reasons.append(f"it empties or deletes the log {word} outside the workspace")
+            continue
+        if any(path.is_relative_to(d) for d in _LOG_DIRS):
+            reasons.append(f"it empties or deletes the system log {word}, the machine's record")
+        elif is_log and not scan.inside(path) and not any(path.is_relative_to(d) for d in _SCRATCH):
+            reasons.append(f"it empties or deletes the log {word} outside the workspace")
+    return reasons
+
+
+def _found_logs(command: SimpleCommand, scan: Scan) -> list[str]:
+    """`find /var/log ... -exec truncate -s 0 {} ;`: the folders searched stand for `{}`."""
+    if command.name not in ("truncate", "shred", "rm", "unlink"):
+        return []
+    starts = scan.found_in(command, command.words[1:])
+    return list(starts or [])
+
+
+def journal(command: SimpleCommand, scan: Scan) -> list[str]:
+    """`journalctl --vacuum-size/--vacuum-time/--vacuum-files` deletes the system journal."""
+    vacuum = [w for w in command.words[1:] if w.startswith("--vacuum-")]
+    if vacuum:
+        return [f"it deletes system journal entries ({vacuum[0]}), the machine's logs"]
+    return []
+
+
+# -- block devices -------------------------------------------------------------------------------
+
+_HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+DISK = re.compile(r"/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop|sr|root)\S*")
+
+
+def device_writes(command: SimpleCommand) -> list[str]:
+    """Raw writes to a disk: `dd of=/dev/sda`, `> /dev/nvme0n1`, `cp img /dev/sdb`."""
+    targets = [r.target for r in command.redirects if ">" in r.op and DISK.fullmatch(r.target)]
+    if command.name == "dd":
+        outputs = [w[3:] for w in command.words[1:] if w.startswith("of=")]
+        targets += [o for o in outputs if o.startswith("/dev/") and o not in _HARMLESS_DEVICES]
+    elif command.name in ("cp", "tee", "pv", "cat", "install"):
+        targets += [w for w in written(command) if DISK.fullmatch(w)]
+    unique = dict.fromkeys(targets)
+    return [f"it writes raw data to the device {t}, destroying what it holds" for t in unique]
