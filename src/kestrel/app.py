@@ -7,7 +7,6 @@ import datetime as dt
 import difflib
 import hashlib
 import os
-import subprocess
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +21,7 @@ from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_fi
 from kestrel.agent.subagents import SubagentRunner, context_note, task_tool
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
+from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
 from kestrel.models.openai_compat import OpenAICompatProvider
@@ -392,16 +392,15 @@ def policy_gate(
 def has_uncommitted_work(root: Path) -> bool:
     """Whether `root`'s git work tree has changes or untracked files; unknown counts as yes."""
     try:
-        done = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=normal"],
-            cwd=root,
-            capture_output=True,
-            timeout=10,
-            check=False,
+        done = run_git(
+            root,
+            ["status", "--porcelain", "--untracked-files=normal"],
+            timeout_s=10,
+            user_config=True,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (UnsafeRepository, NotARepository, GitUnavailable):
         return True
-    return done.returncode != 0 or bool(done.stdout.strip())
+    return not done.ok or bool(done.stdout.strip())
 
 
 def _open_index(root: Path) -> ContextEngine:

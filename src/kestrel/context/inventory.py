@@ -6,11 +6,11 @@ import fnmatch
 import hashlib
 import os
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from kestrel.context.model import FileKind
+from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 
 MAX_RANKED_BYTES = 1_000_000
 """Files larger than this are listed but not ranked: they are data, not code to read."""
@@ -157,7 +157,7 @@ def _is_regular(mode: int) -> bool:
 
 def _git_files(root: Path) -> list[str] | None:
     """Ask git, which knows `.gitignore` exactly; None when `root` is not in a work tree."""
-    base = ["git", "-c", "core.quotepath=off", "ls-files", "-z"]
+    base = ["-c", "core.quotepath=off", "ls-files", "-z"]
     listed = _run(root, [*base, "--cached", "--others", "--exclude-standard"])
     if listed is None:
         return None
@@ -172,13 +172,12 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def _run(root: Path, argv: list[str]) -> str | None:
+    # A repository whose git files point elsewhere is listed by walking it, as outside git.
     try:
-        done = subprocess.run(argv, cwd=root, capture_output=True, check=False, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_git(root, argv, timeout_s=120, user_config=True)
+    except (UnsafeRepository, NotARepository, GitUnavailable):
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", errors="surrogateescape")
+    return done.text() if done.ok else None
 
 
 def _walk_files(root: Path) -> list[str]:

@@ -1,18 +1,18 @@
 """Git work for a task: a checkout at the task's commit, the agent's change, and patches.
 
-Git runs here, outside the sandbox, on folders the evaluation owns; hooks and fsmonitor are
-switched off because the agent may have written to the checkout's `.git`.
+Git runs here, outside the sandbox, on folders the evaluation owns, through the hardened
+invocation: the agent may have written to the checkout, so nothing there may make git run a
+program.
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
+from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 from kestrel.protocol.errors import KestrelError
 
-_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 _LEFT_OUT = (
     ":(exclude,glob)**/__pycache__/**",
     ":(exclude,glob)**/*.pyc",
@@ -25,26 +25,37 @@ class CheckoutError(KestrelError):
     """A git step failed: the commit is not in the repository, or a patch does not apply."""
 
 
-def git(repo: Path, *args: str, stdin: str | None = None, timeout_s: float = 600) -> str:
-    """Run git in `repo`; its output, or `CheckoutError` with what git said."""
+def git(
+    repo: Path,
+    *args: str,
+    stdin: str | None = None,
+    timeout_s: float = 600,
+    repository: bool = True,
+    file_protocol: bool = False,
+) -> str:
+    """Run git in `repo`; its output, or `CheckoutError` with what git said.
+
+    `repository=False` is for `init`, which runs before there is one to check.
+    """
+    data = None if stdin is None else stdin.encode("utf-8", errors="surrogateescape")
     try:
-        done = subprocess.run(
-            ["git", *_SAFE, *args],
-            cwd=repo,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
+        done = run_git(
+            repo,
+            args,
+            stdin=data,
+            timeout_s=timeout_s,
+            repository=repository,
+            file_protocol=file_protocol,
         )
-    except FileNotFoundError as exc:
-        raise CheckoutError("git is not installed; the evaluation needs it") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise CheckoutError(f"git {args[0]} took longer than {timeout_s:g} s") from exc
-    if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        raise CheckoutError(f"git {args[0]} failed: {said[-1] if said else done.returncode}")
-    return done.stdout
+    except GitUnavailable as exc:
+        raise CheckoutError(f"git {args[0]} did not run: {exc}") from exc
+    except UnsafeRepository as exc:
+        raise CheckoutError(f"git {args[0]} refused: {exc}") from exc
+    except NotARepository as exc:
+        raise CheckoutError(f"git {args[0]} needs a repository: {exc}") from exc
+    if not done.ok:
+        raise CheckoutError(f"git {args[0]} failed: {done.said()}")
+    return done.text()
 
 
 def materialise(source: Path, commit: str, dest: Path) -> None:
@@ -56,9 +67,10 @@ def materialise(source: Path, commit: str, dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    git(dest, "init", "-q")
+    git(dest, "init", "-q", "--template=", repository=False)
     try:
-        git(dest, "fetch", "-q", "--no-tags", str(source.resolve()), commit, timeout_s=3600)
+        where = str(source.resolve())
+        git(dest, "fetch", "-q", "--no-tags", where, commit, timeout_s=3600, file_protocol=True)
     except CheckoutError as exc:
         raise CheckoutError(f"commit {commit} is not in {source} ({exc})") from exc
     git(dest, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", commit)
@@ -67,7 +79,7 @@ def materialise(source: Path, commit: str, dest: Path) -> None:
 def change_since(repo: Path, commit: str) -> str:
     """Everything in the work tree that differs from `commit`, new files included, as a patch."""
     git(repo, "add", "-A", "--", ".", *_LEFT_OUT)
-    return git(repo, "diff", "--cached", "--binary", commit)
+    return git(repo, "diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", commit)
 
 
 def apply(repo: Path, patch: str, what: str) -> None:

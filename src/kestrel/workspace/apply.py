@@ -13,11 +13,11 @@ import itertools
 import os
 import posixpath
 import stat
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kestrel.gitsafe import GitUnavailable, run_git
 from kestrel.workspace.changes import Change, ChangeSet, Entry
 from kestrel.workspace.journal import (
     ApplyError,
@@ -378,19 +378,11 @@ def merge_text(base: bytes, current: bytes, new: bytes, *, name: str = "") -> tu
             Path(folder, side).write_bytes(data)
         # A fresh environment: neither the user's config nor a repository around the temporary
         # folder may change the marker style or run a merge driver.
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": folder,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CEILING_DIRECTORIES": str(Path(folder).parent),
-            "LC_ALL": "C",
-        }
         labels = ("-L", "checkout", "-L", "base", "-L", "session")
-        command = ["git", "merge-file", "-p", *labels, "checkout", "base", "session"]
+        command = ["merge-file", "-p", *labels, "checkout", "base", "session"]
         try:
-            done = subprocess.run(command, cwd=folder, env=env, capture_output=True, check=False)
-        except OSError as error:
+            done = run_git(Path(folder), command, repository=False)
+        except GitUnavailable as error:
             raise ApplyError(f"cannot run git to merge {name}: {error}") from error
     # The exit status counts conflicts (at most 127); git's own failures exit 255.
     if not 0 <= done.returncode <= 127:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kestrel.gitsafe.config import NEUTRAL_CONFIG
 from kestrel.protocol.errors import KestrelError
 
 AUTHOR_NAME = "Kestrel checkpoints"
@@ -74,7 +75,10 @@ def shadow_env(
 ) -> dict[str, str]:
     """The environment for every shadow git call: explicit paths, fixed identity, no user config."""
     env = {key: value for key, value in base.items() if key in ("PATH", "HOME", "TMPDIR")}
-    config = (*_FIXED_CONFIG, ("core.excludesFile", str(excludes_file or "/dev/null")))
+    fixed = {key for key, _ in _FIXED_CONFIG}
+    neutral = tuple(pair for pair in NEUTRAL_CONFIG if pair[0] not in fixed)
+    excludes = ("core.excludesFile", str(excludes_file or "/dev/null"))
+    config = (*neutral, *_FIXED_CONFIG, excludes)
     env.update(
         GIT_DIR=str(git_dir),
         GIT_WORK_TREE=str(worktree),
@@ -86,6 +90,8 @@ def shadow_env(
         GIT_COMMITTER_NAME=AUTHOR_NAME,
         GIT_COMMITTER_EMAIL=AUTHOR_EMAIL,
         GIT_TERMINAL_PROMPT="0",
+        GIT_EDITOR="false",
+        GIT_PAGER="cat",
         LC_ALL="C",
         GIT_CONFIG_COUNT=str(len(config)),
     )
