@@ -10,50 +10,29 @@ The order, and what each step can do:
    write outside the workspace or to CI and git hook files, and, after a tool result that held
    instructions aimed at the agent, any command no rule allows. Outside bypass, shell constructs
    that rules cannot see through (`$(...)`, `eval`, `sh -c`, heredocs, pipes into interpreters)
-   ask too. An exact allow rule naming the command or path silences its concern.
+   ask too, as do options that run code or write files (`git log --output`, `npm run`, `find
+   -exec`) that the allow rule does not name. A line the parser could not read with certainty
+   asks in every mode. An exact allow rule naming the command or path silences its concern.
 4. An `ask` rule or hook asks; an `allow` rule or hook allows; otherwise the mode decides.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 from kestrel.policy.classify import classify_paths, classify_shell
+from kestrel.policy.gate_checks import command_parts, hidden, outside, unusual
 from kestrel.policy.hooks import HookRunner, HookVerdict
 from kestrel.policy.modes import decide
-from kestrel.policy.rules import RuleSet, RuleVerdict, rule_words
+from kestrel.policy.rules import RuleSet, RuleVerdict
 from kestrel.policy.shell import ShellParse, parse_shell
-from kestrel.policy.subject import CallSubject, CommandPart
+from kestrel.policy.subject import CallSubject
 from kestrel.protocol.events import PermissionMode
 
 Verdict = Literal["allow", "ask", "deny"]
 DecidedBy = Literal["mode", "rule", "hook", "classifier"]
-
-WRAPPERS = frozenset(
-    {"timeout", "nice", "nohup", "time", "env", "stdbuf", "command", "builtin", "exec", "xargs"}
-    | {"sudo", "doas", "watch"}
-)
-"""Commands that run another command given on their command line."""
-HARMLESS = frozenset({"true", "false", ":", "cd", "pushd", "popd", "test", "[", "[["})
-"""Commands that need no rule of their own: they change nothing but the shell's own state."""
-
-_RISK_WORDS = {
-    "substitution": "command substitution",
-    "process-substitution": "process substitution",
-    "eval": "eval",
-    "source": "sourcing a script",
-    "inline-code": "code given on the command line",
-    "heredoc": "a heredoc",
-    "pipe-to-interpreter": "a pipe into an interpreter",
-    "dynamic-command": "a command name that is only known when it runs",
-    "function-definition": "a function definition",
-    "syntax-error": "shell syntax Kestrel could not parse",
-}
-_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,7 +120,7 @@ class PermissionGate:
         return _decision(by_mode.verdict, "mode", by_mode.reason, subject, None, hooked, updated)
 
     def _evaluate(self, subject: CallSubject, parsed: ShellParse | None) -> RuleVerdict:
-        parts = _parts(parsed)
+        parts = command_parts(parsed)
         ruled = self.rules.evaluate(subject, parts)
         if ruled.verdict != "deny" and parts:
             hit = self.rules.denied_argument(subject, parts)
@@ -176,17 +155,12 @@ class PermissionGate:
             dangers = classify_shell(parsed, root=root, cwd=root, dirty=self._dirty)
             concerns += [d.reason for d in dangers if d.command not in exact]
             whole_exact = parsed.source.strip() in exact
+            # A line the parser could not read with certainty is asked about in every mode.
+            concerns += hidden(parsed, ruled, whole_exact=whole_exact, only_unread=mode == "bypass")
             if mode != "bypass" and not whole_exact:
-                concerns += [
-                    f"it uses {_RISK_WORDS.get(r.kind, r.kind)} ({r.detail}), which rules cannot "
-                    "see through"
-                    for r in parsed.risks
-                ]
-            concerns += [
-                f"it writes outside the workspace ({target})"
-                for target in _outside_writes(parsed, root)
-                if not whole_exact
-            ]
+                concerns += unusual(parsed, command_parts(parsed), ruled)
+            if not whole_exact:
+                concerns += outside(parsed, root, self.rules.home)
             if tainted and ruled.verdict != "allow":
                 concerns.append(
                     "a tool result earlier in this session held instructions aimed at the "
@@ -204,37 +178,6 @@ class PermissionGate:
 
 def _parse(subject: CallSubject) -> ShellParse | None:
     return None if subject.command is None else parse_shell(subject.command)
-
-
-def _parts(parsed: ShellParse | None) -> list[CommandPart]:
-    if parsed is None:
-        return []
-    commands = parsed.commands
-    wrapping = {c.parent for c in commands if c.via == "wrapper" and c.parent is not None}
-    parts = []
-    for index, command in enumerate(commands):
-        # A wrapper whose inner command the parse lists separately is judged by that command.
-        wrapper = command.name in WRAPPERS and index in wrapping
-        words = rule_words(command.assignments, command.words)
-        harmless = bool(words) and words[0] in HARMLESS
-        parts.append(CommandPart(text=command.text, words=words, exempt=wrapper or harmless))
-    return parts
-
-
-def _outside_writes(parsed: ShellParse, root: Path) -> list[str]:
-    """Redirect targets that lie outside the workspace."""
-    found = []
-    for command in parsed.commands:
-        for redirect in command.redirects:
-            if "<" in redirect.op or redirect.op.endswith("&"):
-                continue
-            target = redirect.target
-            if not target or target in _HARMLESS_TARGETS or target.startswith("&"):
-                continue
-            path = os.path.normpath(root / os.path.expanduser(target))
-            if not (path == str(root) or path.startswith(str(root).rstrip("/") + "/")):
-                found.append(target)
-    return found
 
 
 def _decision(

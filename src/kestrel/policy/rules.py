@@ -3,7 +3,11 @@
 A rule names a tool, a family of tools or an MCP server, optionally narrowed by a specifier:
 
 - `Bash(npm test)` is one exact command; `Bash(git diff:*)` every command starting with those
-  words; `Bash(npm run test *)` a glob over the command's words.
+  words; `Bash(npm run test *)` a glob over the command's words. Quotes and backslashes work as
+  in the shell (`Bash(python -c "print(1)")`), so `*`, `(` and `)` can be plain text.
+- `BashExact(...)` is one whole command line, character for character (heredocs included);
+  `BashRegex(...)` a regular expression the whole command line must match; `BashHeredoc(cat)`
+  a command fed by a heredoc whose body is plain text (`cat <<'EOF' > file`).
 - `Read(src/**)`, `Edit(docs/**)`: paths, gitignore style. A pattern without a slash (`.env`,
   `*.pem`) matches at any depth; `/x` and `./x` are relative to the workspace, `~/x` to the home
   directory and `//x` is the absolute path `/x`. A rule for a folder covers what is inside it.
@@ -17,22 +21,22 @@ writes them. A denied read also denies editing the same file, since an edit show
 
 from __future__ import annotations
 
-import functools
-import os
 import re
-import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
 
-from kestrel.globs import glob_regex
+from kestrel.policy.bash_spec import SpecError, balanced, read_spec
+from kestrel.policy.rule_paths import domain_matches, path_matches
 from kestrel.policy.subject import CallSubject, CommandPart
 
 RuleList = Literal["allow", "ask", "deny"]
 FAMILIES = {"bash": "Bash", "read": "Read", "edit": "Edit", "write": "Edit", "webfetch": "WebFetch"}
+FAMILIES |= {"bashexact": "Bash", "bashregex": "Bash", "bashheredoc": "Bash"}
 """Family names a rule may use (any case), and the family each stands for."""
+Form = Literal["words", "exact", "regex", "heredoc"]
+_FORMS: dict[str, Form] = {"bashexact": "exact", "bashregex": "regex", "bashheredoc": "heredoc"}
 
 _RULE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _SAFE_ENV = frozenset(
@@ -55,6 +59,9 @@ class Rule:
     """The tool, family (`Bash`, `Read`, `Edit`, `WebFetch`) or MCP name the rule is about."""
     specifier: str | None
     origin: str = ""
+    form: Form = "words"
+    """How a Bash rule matches: by words (`Bash`), the whole line as written (`BashExact`), a
+    regex over the whole line (`BashRegex`), or a command fed by a plain heredoc."""
 
     @property
     def family(self) -> str | None:
@@ -65,41 +72,43 @@ class Rule:
     def exact(self) -> bool:
         """True when the rule names one command or one path, with no wildcard."""
         spec = self.specifier
-        return spec is not None and not any(ch in spec for ch in "*?[")
+        if spec is None or self.form in ("regex", "heredoc"):
+            return False
+        if self.form == "exact":
+            return True
+        if self.family == "Bash":
+            read = read_spec(spec)
+            return read.glob is None and not read.prefix
+        return not any(ch in spec for ch in "*?[")
+
+    @property
+    def reach(self) -> int:
+        """How many leading words of a command a Bash rule names as plain text; options past
+        them that run code or write files were not chosen by the rule's author."""
+        if self.specifier is None:
+            return 1 << 30
+        if self.form in ("words", "heredoc"):
+            return read_spec(self.specifier).literal
+        return 0
 
     def describe(self) -> str:
         """The rule as written, with the file it came from."""
         return f"{self.text} ({self.origin})" if self.origin else self.text
 
 
-@functools.lru_cache(maxsize=1024)
-def _spec_words(spec: str) -> tuple[str, ...]:
-    """The words of a Bash specifier, its `:*` taken off, split as the shell would."""
-    spec = spec.removesuffix(":*")
-    try:
-        return tuple(shlex.split(spec))
-    except ValueError:
-        return tuple(spec.split())
-
-
-@functools.lru_cache(maxsize=1024)
-def _spec_glob(spec: str) -> re.Pattern[str] | None:
-    """A regex for a Bash specifier with `*` wildcards, or `None` for an exact or prefix one."""
-    if spec.endswith(":*") or "*" not in spec:
-        return None
-    words = " ".join(spec.split())
-    return re.compile("".join(".*" if ch == "*" else re.escape(ch) for ch in words) + r"\Z")
-
-
 def parse_rule(text: str, origin: str = "") -> Rule:
     """Read one rule string; raises `RuleError` saying what is wrong."""
     match = _RULE.match(text)
-    if match is None or text.count("(") != text.count(")"):
+    form = _FORMS.get(match.group(1).lower(), "words") if match else "words"
+    if match is None or (form in ("words", "heredoc") and not balanced(match.group(2) or "")):
         raise RuleError(
             f"{text!r} is not a rule: expected Tool or Tool(specifier), "
-            'e.g. "Bash(npm test)", "Read(src/**)", "Bash(git diff:*)"'
+            'e.g. "Bash(npm test)", "Read(src/**)", "Bash(git diff:*)"; quote a parenthesis '
+            "that is part of a command, or use BashExact(...)"
         )
     tool, spec = match.group(1), match.group(2)
+    if form != "words":
+        return _whole_line_rule(text, tool, spec, form, origin)
     if spec is not None:
         spec = spec.strip()
         if not spec or spec in ("*", "**"):
@@ -107,9 +116,32 @@ def parse_rule(text: str, origin: str = "") -> Rule:
     family = FAMILIES.get(tool.lower())
     if family == "WebFetch" and spec is not None and not spec.startswith("domain:"):
         raise RuleError(f"{text!r}: WebFetch rules name a host as domain:HOST")
-    if family == "Bash" and spec is not None and spec.endswith(":*") and "*" in spec[:-2]:
-        raise RuleError(f"{text!r}: use either a prefix (words:*) or a glob (*), not both")
+    if family == "Bash" and spec is not None:
+        try:
+            read_spec(spec)
+        except SpecError as exc:
+            raise RuleError(f"{text!r}: {exc}") from None
     return Rule(text=text.strip(), tool=tool, specifier=spec, origin=origin)
+
+
+def _whole_line_rule(text: str, tool: str, spec: str | None, form: Form, origin: str) -> Rule:
+    """`BashExact(...)`, `BashRegex(...)`, `BashHeredoc(...)`: the body is taken as written."""
+    body = (spec or "").strip()
+    if not body:
+        raise RuleError(f"{text!r}: {tool}(...) needs a command, e.g. {tool}(cat)")
+    if form == "regex":
+        try:
+            re.compile(body)
+        except re.error as exc:
+            raise RuleError(f"{text!r}: not a regular expression ({exc})") from None
+    if form == "heredoc":
+        try:
+            read = read_spec(body)
+        except SpecError as exc:
+            raise RuleError(f"{text!r}: {exc}") from None
+        if read.glob is not None or read.prefix or not read.words:
+            raise RuleError(f"{text!r}: BashHeredoc names the command's first words, no *")
+    return Rule(text=text.strip(), tool=tool, specifier=body, origin=origin, form=form)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +163,11 @@ class RuleVerdict:
     reason: str = ""
     exactly_allowed: frozenset[str] = frozenset()
     """Commands and paths an exact allow rule names: the classifier does not ask about these."""
+    part_rules: tuple[Rule | None, ...] = ()
+    """For each simple command, in order, the allow rule that covers it, if one does."""
+    by_regex: bool = False
+    """A `BashRegex` allow rule matched the whole line (heredocs and inline code it spells out
+    are then not asked about; everything else still is)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,18 +216,36 @@ class RuleSet:
                     return RuleVerdict(verdict=hit.verdict, hit=hit, reason=_reason(hit))
         allowed = [(part, self._first("allow", subject, part)) for part in parts]
         exact = frozenset(p.text for p, rule in allowed if rule is not None and rule.exact)
+        by_part = tuple(r for p, r in allowed if p.aspect == "command")
         whole = next((r for p, r in allowed if p.aspect == "whole" and r is not None), None)
         if whole is not None:
             hit = Hit(verdict="allow", rule=whole, part=parts[0].text)
+            if whole.form == "regex":
+                reason = _reason(hit)
+                return RuleVerdict(
+                    verdict="allow", hit=hit, reason=reason, part_rules=by_part, by_regex=True
+                )
             texts = frozenset(p.text for p in parts)
-            return RuleVerdict(verdict="allow", hit=hit, reason=_reason(hit), exactly_allowed=texts)
+            return RuleVerdict(
+                verdict="allow",
+                hit=hit,
+                reason=_reason(hit),
+                exactly_allowed=texts,
+                part_rules=by_part,
+            )
         needed = [(p, r) for p, r in allowed if p.aspect != "whole" and not p.exempt]
         if not needed or any(rule is None for _, rule in needed):
-            return RuleVerdict(verdict=None, exactly_allowed=exact)
+            return RuleVerdict(verdict=None, exactly_allowed=exact, part_rules=by_part)
         rule = next(rule for _, rule in needed if rule is not None)
         shown = subject.command or ", ".join(subject.paths) or subject.url or subject.tool
         hit = Hit(verdict="allow", rule=rule, part=shown.strip())
-        return RuleVerdict(verdict="allow", hit=hit, reason=_reason(hit), exactly_allowed=exact)
+        return RuleVerdict(
+            verdict="allow",
+            hit=hit,
+            reason=_reason(hit),
+            exactly_allowed=exact,
+            part_rules=by_part,
+        )
 
     def denied_argument(self, subject: CallSubject, commands: Sequence[CommandPart]) -> Hit | None:
         """A command argument naming a file a `Read` deny rule protects (`cat .env`).
@@ -224,6 +279,7 @@ class _Part:
     aspect: Literal["whole", "command", "path", "url", "tool"]
     words: tuple[str, ...] = ()
     exempt: bool = False
+    heredoc: bool = False
 
 
 def _parts(subject: CallSubject, commands: Sequence[CommandPart]) -> list[_Part]:
@@ -231,7 +287,9 @@ def _parts(subject: CallSubject, commands: Sequence[CommandPart]) -> list[_Part]
     each path, the URL, or else the call as a whole."""
     if subject.command is not None:
         whole = _Part(subject.command.strip(), "whole")
-        return [whole] + [_Part(c.text, "command", c.words, c.exempt) for c in commands]
+        return [whole] + [
+            _Part(c.text, "command", c.words, c.exempt, c.plain_heredoc) for c in commands
+        ]
     if subject.paths:
         return [_Part(p, "path") for p in subject.paths]
     if subject.url is not None:
@@ -244,21 +302,25 @@ def _applies(rule: Rule, subject: CallSubject, part: _Part, home: Path, *, deny:
         return False
     spec = rule.specifier
     if part.aspect == "whole":
-        # Only an exact rule speaks for a whole command line: it is how a person allows a
-        # construct that is otherwise always asked about, such as `$(...)` or a heredoc.
-        return (
-            spec is not None
-            and rule.exact
-            and " ".join(spec.split()) == " ".join(part.text.split())
-        )
+        # Only an exact rule or a regex speaks for a whole command line: it is how a person
+        # allows a construct that is otherwise always asked about, such as a heredoc.
+        if spec is None or rule.form == "heredoc":
+            return False
+        if rule.form == "exact":
+            return spec == part.text.strip()
+        if rule.form == "regex":
+            return re.fullmatch(spec, part.text) is not None
+        return rule.exact and " ".join(spec.split()) == " ".join(part.text.split())
     if spec is None:
         return True
     if part.aspect == "command":
+        if rule.form == "heredoc" and not part.heredoc:
+            return False
         return command_matches(rule, part.words)
     if part.aspect == "path":
         return path_matches(spec, part.text, subject.root, home)
     if part.aspect == "url":
-        return _domain_matches(spec, part.text)
+        return domain_matches(spec, part.text)
     return False
 
 
@@ -286,80 +348,20 @@ def command_matches(rule: Rule, words: Sequence[str]) -> bool:
     words = tuple(words)
     if rule.specifier is None:
         return True
-    glob = _spec_glob(rule.specifier)
-    if glob is not None:
-        return glob.match(" ".join(words)) is not None
-    want = _spec_words(rule.specifier)
-    if rule.specifier.endswith(":*"):
-        return words[: len(want)] == want
-    return words == want
+    if rule.form in ("exact", "regex"):
+        return False
+    spec = read_spec(rule.specifier)
+    if spec.glob is not None:
+        return spec.glob.match(" ".join(words)) is not None
+    if spec.prefix or rule.form == "heredoc":
+        return words[: len(spec.words)] == spec.words
+    return words == spec.words
 
 
 def rule_words(assignments: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
     """The words a rule sees: assignments that may change a command's meaning, then the words."""
     kept = [a for a in assignments if a.partition("=")[0] not in _SAFE_ENV]
     return (*kept, *words)
-
-
-def path_matches(pattern: str, raw: str, root: Path, home: Path) -> bool:
-    """Whether a path pattern covers `raw` (as a tool was given it), lexically or resolved."""
-    candidates = _path_forms(raw, root)
-    regex, absolute = _path_regex(pattern, home)
-    for path in candidates:
-        if absolute:
-            if regex.match(path.as_posix()):
-                return True
-            continue
-        try:
-            rel = path.relative_to(root).as_posix()
-        except ValueError:
-            continue
-        if regex.match("" if rel == "." else rel):
-            return True
-    return False
-
-
-def _path_forms(raw: str, root: Path) -> list[Path]:
-    """The lexical absolute path, and the one with symlinks resolved when it differs."""
-    expanded = Path(os.path.expanduser(raw))
-    lexical = Path(os.path.normpath(root / expanded))
-    forms = [lexical]
-    try:
-        real = lexical.resolve()
-    except OSError:
-        return forms
-    if real != lexical:
-        forms.append(real)
-    return forms
-
-
-def _path_regex(pattern: str, home: Path) -> tuple[re.Pattern[str], bool]:
-    """A regex for `pattern` and whether it is about absolute paths."""
-    absolute = False
-    if pattern.startswith("//"):
-        pattern, absolute = pattern[1:], True
-    elif pattern == "~" or pattern.startswith("~/"):
-        pattern, absolute = home.as_posix() + pattern[1:], True
-    elif pattern.startswith("/"):
-        pattern = pattern[1:]
-    elif pattern.startswith("./"):
-        pattern = pattern[2:]
-    anywhere = not absolute and "/" not in pattern.rstrip("/")
-    # A pattern naming a folder covers everything inside it, so `dir/**` is `dir`.
-    pattern = pattern.rstrip("/").removesuffix("/**").rstrip("/") or ("/" if absolute else "")
-    body = glob_regex(pattern)
-    if anywhere:
-        body = "(?:.*/)?" + body
-    # A pattern naming a folder covers everything inside it.
-    return re.compile(body + r"(?:/.*)?\Z", re.DOTALL), absolute
-
-
-def _domain_matches(spec: str, url: str) -> bool:
-    domain = spec.removeprefix("domain:").lower().strip(".")
-    host = (urlsplit(url if "://" in url else "//" + url).hostname or "").lower()
-    if domain.startswith("*."):
-        return host.endswith(domain[1:])
-    return host == domain or host.endswith("." + domain)
 
 
 def _reason(hit: Hit) -> str:

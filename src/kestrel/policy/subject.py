@@ -43,3 +43,7 @@ class CommandPart:
     """Needs no allow rule of its own: a wrapper (`timeout 5 CMD`) whose inner command is
     listed separately, or a builtin that changes nothing but the shell (`cd`, `true`). Deny and
     ask rules still apply to it."""
+    plain_heredoc: bool = False
+    """Fed by a heredoc whose body is plain text (quoted delimiter, or nothing to expand)."""
+    lead: int = 0
+    """How many assignments come before the command's own words in `words`."""
