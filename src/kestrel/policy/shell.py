@@ -10,6 +10,7 @@ from typing import Literal
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser, Tree
 
+from kestrel.policy.shell_heredoc import read_heredocs
 from kestrel.policy.shell_options import (
     _inline_code,
     _options,
@@ -166,8 +167,11 @@ class _Walker:
 
     def run(self, code: str, ctx: _Ctx, depth: int) -> None:
         src = code.encode("utf-8", "replace")
+        root = _parse(src).root_node
+        if b"<<" in src and not _heredocs_agree(code, root):
+            self._risk("syntax-error", "its heredocs could not be read with certainty")
         # An explicit stack: `a && b && ...` nests one level per operator.
-        stack = [(_parse(src).root_node, ctx)]
+        stack = [(root, ctx)]
         while stack:
             node, at = stack.pop()
             stack.extend(reversed(self._visit(node, at, src, depth)))
@@ -419,6 +423,22 @@ class _Emit:
     src: bytes
     depth: int
     spans: list[tuple[int, int, int]]
+
+
+def _heredocs_agree(code: str, root: Node) -> bool:
+    """Whether tree-sitter's heredocs are the ones a line-by-line reading finds."""
+    mine = read_heredocs(code)
+    if mine is None or not all(h.closed for h in mine):
+        return False
+    nodes = sorted(
+        (n for n in _descendants(root) if n.type == "heredoc_redirect"), key=lambda n: n.start_byte
+    )
+    theirs = [r for n in nodes for r in _redirects(n) if r.op in ("<<", "<<-")]
+    if len(theirs) != len(mine):
+        return False
+    return all(
+        (r.target, r.body) == (h.delimiter, h.body) for r, h in zip(theirs, mine, strict=True)
+    )
 
 
 def _code_word(words: tuple[str, ...]) -> int:

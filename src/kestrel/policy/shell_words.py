@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from kestrel.policy.shell_heredoc import strip_tabs
+
 _SHORT = 80
 
 
@@ -154,7 +156,9 @@ def _redirects(node: Node) -> list[Redirect]:
         body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
         delimiter = _unescape(_text(start)).strip("'\"") if start is not None else ""
         raw = _text(start) if start is not None else ""
-        text = _text(body) if body is not None else ""
+        text = _body_text(node, body) if body is not None else ""
+        if op == "<<-":
+            text = strip_tabs(text)
         heredoc = Redirect(op=op, target=delimiter, body=text, raw=raw)
         inner = [r for c in node.named_children if c.type == "file_redirect" for r in _redirects(c)]
         return [heredoc, *inner]
@@ -164,6 +168,20 @@ def _redirects(node: Node) -> list[Redirect]:
     op = "".join(_text(c) for c in node.children if c.type == "file_descriptor" or not c.is_named)
     target = _decode(destinations[0]) if destinations else ("", False)
     return [Redirect(op=op, target="" if target[1] else target[0], raw=target[0])]
+
+
+def _body_text(redirect: Node, body: Node) -> str:
+    """A heredoc's body from the start of its first line: tree-sitter starts the body node at
+    its first non-blank character, dropping leading blank lines and indentation."""
+    raw = redirect.text or b""
+    start, end = body.start_byte - redirect.start_byte, body.end_byte - redirect.start_byte
+    i = start
+    while i > 0 and raw[i - 1 : i] in (b" ", b"\t", b"\n"):
+        i -= 1
+    newline = raw.find(b"\n", i)
+    if 0 <= newline < start:
+        start = newline + 1
+    return raw[start:end].decode("utf-8", "replace")
 
 
 def _spilled(node: Node) -> list[_Word]:
