@@ -19,6 +19,8 @@ class ExecResult:
     output: str
     timed_out: bool = False
     duration_ms: float = 0.0
+    stopped_by: str | None = None
+    """Why Kestrel stopped the command before its deadline (a limit it broke), if it did."""
 
 
 class Executor(Protocol):

@@ -20,6 +20,7 @@ from typing import Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
 from kestrel.sandbox.gitguard import git_mount_args
+from kestrel.sandbox.guard import CommandGuard
 from kestrel.sandbox.limits import (
     CgroupSupport,
     CommandCgroup,
@@ -31,6 +32,7 @@ from kestrel.sandbox.limits import (
 from kestrel.sandbox.local import DEFAULT_ENV_ALLOWLIST, scrubbed_environment
 from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
+from kestrel.sandbox.quota import WorkspaceQuota
 from kestrel.sandbox.seccomp import filter_bytes
 from kestrel.sandbox.usability import usability_environment, usability_mount_args
 
@@ -117,6 +119,9 @@ class SandboxConfig:
     """Further host paths to hide, e.g. Kestrel's data directory and other sessions' folders."""
     bwrap_path: str | None = None
     use_cgroups: bool = True
+    quota_dir: Path | None = None
+    """The folder whose growth counts against `limits.disk_bytes` (a session's overlay upper
+    layer); None: the workspace itself."""
 
 
 class BwrapExecutor:
@@ -158,20 +163,25 @@ class BwrapExecutor:
         cgroup = self._cgroup()
         procs = cgroup.create() if cgroup else []
         capped_memory = cgroup is not None and "memory" in cgroup.dirs
+        guard = CommandGuard(cgroup, self._quota())
         read_fd, write_fd = os.pipe()
         mark = len(self.proxy.denied) if self.proxy else 0
         try:
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(filter_bytes())
             argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
+            argv[1:1] = guard.bwrap_args()
+            await guard.start()
             result = await self._runner.run(
                 join_cgroups_argv(procs, argv),
                 cwd=self.workspace,
                 env=self.environment(env),
                 timeout_s=timeout_s,
                 on_output=on_output,
-                pass_fds=(read_fd,),
+                pass_fds=(read_fd, *guard.pass_fds),
+                guards=guard.guards(),
             )
+            result = guard.report(result, on_output)
             if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
                 allowed = ", ".join(self.proxy.allowed) or "no host"
                 note = (
@@ -184,8 +194,7 @@ class BwrapExecutor:
             return result
         finally:
             os.close(read_fd)
-            if cgroup:
-                await cgroup.remove()
+            await guard.close()
 
     def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets: allow-listed variables, a private /tmp, `overrides`."""
@@ -215,6 +224,11 @@ class BwrapExecutor:
         if not resolved.is_relative_to(self.workspace):
             raise OutsideWorkspace(f"{cwd} is outside the sandbox workspace {self.workspace}")
         return resolved
+
+    def _quota(self) -> WorkspaceQuota | None:
+        limit = self.config.limits.disk_bytes
+        folder = self.config.quota_dir or self.workspace
+        return None if limit is None else WorkspaceQuota(folder, limit)
 
     def _cgroup(self) -> CommandCgroup | None:
         if not self.config.use_cgroups:

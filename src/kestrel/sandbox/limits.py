@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,10 @@ MiB = 1024 * 1024
 GiB = 1024 * MiB
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "pids", "cpu")
+"""The controllers a command's cgroups use, when this process may write them."""
+CPU_PERIOD_US = 100_000
+"""The scheduling period of a CPU quota: the command gets `cpus` times this in each."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +30,10 @@ class Limits:
     max_processes: int = 512
     file_size_bytes: int = 1 * GiB
     open_files: int = 1024
+    cpus: float | None = None
+    """CPU time per wall-clock second, in CPUs (0.5: half of one core); None: no quota."""
+    disk_bytes: int | None = None
+    """How much the workspace may grow while one command runs; None: no quota."""
 
 
 def ulimit_script(limits: Limits, *, address_space: bool) -> str:
@@ -55,7 +64,7 @@ class CgroupSupport:
 
     @property
     def usable(self) -> bool:
-        """Whether memory or process counts can be capped per command."""
+        """Whether memory, CPU or process counts can be capped per command."""
         return bool(self.writable)
 
 
@@ -65,10 +74,10 @@ def detect_cgroups(root: Path = CGROUP_ROOT) -> CgroupSupport:
     if (root / "cgroup.controllers").is_file():
         base = _under(root, own.get("", "/"))
         enabled = _read(base / "cgroup.subtree_control").split()
-        names = tuple(c for c in ("memory", "pids") if c in enabled and os.access(base, os.W_OK))
+        names = tuple(c for c in CONTROLLERS if c in enabled and os.access(base, os.W_OK))
         return CgroupSupport(version=2, writable=names, bases=dict.fromkeys(names, base))
     bases: dict[str, Path] = {}
-    for controller in ("memory", "pids"):
+    for controller in CONTROLLERS:
         mount = root / controller
         if not mount.is_dir():
             continue
@@ -94,6 +103,8 @@ class CommandCgroup:
         name = f"kestrel-{secrets.token_hex(6)}"
         made: dict[Path, bool] = {}
         for controller in self._support.writable:
+            if controller == "cpu" and self._limits.cpus is None:
+                continue
             path = self._support.bases[controller] / name
             if path not in made:
                 try:
@@ -111,16 +122,10 @@ class CommandCgroup:
 
     def _configure(self, controller: str, path: Path) -> bool:
         """Write the limits; False when the controller's main limit could not be set."""
-        memory = str(self._limits.memory_bytes)
-        settings = {
-            "memory": [("memory.max", memory), ("memory.swap.max", "0")]
-            if self._support.version == 2
-            else [("memory.limit_in_bytes", memory), ("memory.memsw.limit_in_bytes", memory)],
-            "pids": [("pids.max", str(self._limits.max_processes))],
-        }
-        main, *optional = settings[controller]
+        required, optional = self._settings(controller)
         try:
-            (path / main[0]).write_text(main[1])
+            for filename, value in required:
+                (path / filename).write_text(value)
         except OSError:
             return False
         for filename, value in optional:
@@ -128,6 +133,38 @@ class CommandCgroup:
             with contextlib.suppress(OSError):
                 (path / filename).write_text(value)
         return True
+
+    def _settings(self, controller: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The files to write for `controller`: those that must take, and those that may fail."""
+        v2 = self._support.version == 2
+        limits = self._limits
+        if controller == "memory":
+            memory = str(limits.memory_bytes)
+            if v2:
+                return [("memory.max", memory)], [("memory.swap.max", "0")]
+            return [("memory.limit_in_bytes", memory)], [("memory.memsw.limit_in_bytes", memory)]
+        if controller == "pids":
+            return [("pids.max", str(limits.max_processes))], []
+        quota = str(max(int((limits.cpus or 1.0) * CPU_PERIOD_US), 1000))
+        if v2:
+            return [("cpu.max", f"{quota} {CPU_PERIOD_US}")], []
+        return [("cpu.cfs_period_us", str(CPU_PERIOD_US)), ("cpu.cfs_quota_us", quota)], []
+
+    def kill(self) -> None:
+        """SIGKILL every process in the command's cgroups; a few passes catch late forks."""
+        for path in dict.fromkeys(self.dirs.values()):
+            kill_file = path / "cgroup.kill"
+            if kill_file.exists():
+                with contextlib.suppress(OSError):
+                    kill_file.write_text("1")
+                    continue
+            for _ in range(20):
+                pids = [int(p) for p in _read(path / "cgroup.procs").split()]
+                if not pids:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
 
     async def remove(self, attempts: int = 50) -> None:
         """Remove the cgroups once their processes are gone (a killed tree may take a moment)."""

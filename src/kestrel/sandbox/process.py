@@ -16,16 +16,29 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
+from kestrel.sandbox.output import MAX_OUTPUT_CHARS, OutputBuffer
+from kestrel.sandbox.watchdog import Guards, Watchdog
 
 Stream = Literal["stdout", "stderr"]
 
 
 class ProcessRunner:
-    """Starts a program in a new session with no stdin and reads both output pipes to the end."""
+    """Starts a program in a new session with no stdin and reads both output pipes to the end.
 
-    def __init__(self, *, kill_grace_s: float = 2.0, drain_grace_s: float = 0.5) -> None:
+    The deadline is kept by a `Watchdog` thread, so a stalled event loop cannot delay the kill;
+    `kill_grace_s` is the SIGTERM grace on cancellation only (a timeout allows much less).
+    """
+
+    def __init__(
+        self,
+        *,
+        kill_grace_s: float = 2.0,
+        drain_grace_s: float = 0.5,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+    ) -> None:
         self._kill_grace_s = kill_grace_s
         self._drain_grace_s = drain_grace_s
+        self._max_output_chars = max_output_chars
 
     async def run(
         self,
@@ -36,22 +49,29 @@ class ProcessRunner:
         timeout_s: float,
         on_output: OutputSink | None = None,
         pass_fds: Sequence[int] = (),
+        guards: Guards | None = None,
     ) -> ExecResult:
-        """Run `argv`; on timeout or cancellation kill its whole process group."""
+        """Run `argv`; at the deadline, when a guard trips, or on cancellation kill its whole
+        process group (and what `guards.kill_tree` reaches)."""
         started = time.monotonic()
-        chunks: list[str] = []
+        guards = guards or Guards()
+        output = OutputBuffer(self._max_output_chars)
         loop = asyncio.get_running_loop()
         proc, pipes = await _spawn(argv, cwd, env, pass_fds)
+        watchdog = Watchdog(proc.pid, started + timeout_s, guards)
+        watchdog.start()
         readers = [
-            loop.create_task(_pump(loop, pipe, stream, chunks, on_output))
+            loop.create_task(_pump(loop, pipe, stream, output, on_output))
             for stream, pipe in pipes.items()
         ]
         try:
-            timed_out = await self._wait(proc, timeout_s)
-            await self._drain(proc, readers)
+            await proc.wait()
+            watchdog.stop()
+            await self._drain(proc, readers, guards)
         except BaseException:
             # Cancelled (or failing): nothing of the command may outlive the call.
-            await self._kill_group(proc)
+            watchdog.stop()
+            await self._kill_group(proc, guards)
             raise
         finally:
             for reader in readers:
@@ -59,36 +79,36 @@ class ProcessRunner:
             await asyncio.gather(*readers, return_exceptions=True)
             for pipe in pipes.values():
                 pipe.close()
+        stopped = watchdog.reason if watchdog.reason != "timeout" else None
         return ExecResult(
             exit_code=_exit_code(proc.returncode),
-            output="".join(chunks),
-            timed_out=timed_out,
+            output=output.text(),
+            timed_out=watchdog.reason == "timeout",
             duration_ms=(time.monotonic() - started) * 1000,
+            stopped_by=stopped,
         )
 
-    async def _wait(self, proc: asyncio.subprocess.Process, timeout_s: float) -> bool:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout_s)
-        except TimeoutError:
-            await self._kill_group(proc)
-            return True
-        return False
-
     async def _drain(
-        self, proc: asyncio.subprocess.Process, readers: list[asyncio.Task[None]]
+        self,
+        proc: asyncio.subprocess.Process,
+        readers: list[asyncio.Task[None]],
+        guards: Guards,
     ) -> None:
         # A background child may hold the pipes open after the command ends: give it a moment
         # to finish writing, then kill the group and stop listening.
         _, pending = await asyncio.wait(readers, timeout=self._drain_grace_s)
         if pending:
-            await self._kill_group(proc)
+            await self._kill_group(proc, guards)
             await asyncio.wait(pending, timeout=self._drain_grace_s)
         for reader in readers:
             if reader.done() and not reader.cancelled():
                 reader.result()  # re-raises what went wrong while reading, if anything did
 
-    async def _kill_group(self, proc: asyncio.subprocess.Process) -> None:
-        """SIGTERM the command's process group, then SIGKILL whatever outlives the grace."""
+    async def _kill_group(self, proc: asyncio.subprocess.Process, guards: Guards) -> None:
+        """Kill what `guards.kill_tree` reaches, SIGTERM the command's process group, then
+        SIGKILL whatever outlives the grace."""
+        if guards.kill_tree is not None:
+            guards.kill_tree(proc.pid)
         for signum, grace_s in ((signal.SIGTERM, self._kill_grace_s), (signal.SIGKILL, 1.0)):
             if not _signal_group(proc.pid, signum) or await _group_ends(proc, grace_s):
                 break
@@ -131,7 +151,7 @@ async def _pump(
     loop: asyncio.AbstractEventLoop,
     pipe: BinaryIO,
     stream: Stream,
-    chunks: list[str],
+    output: OutputBuffer,
     on_output: OutputSink | None,
 ) -> None:
     """Read one pipe to its end, passing each decoded piece on as it arrives."""
@@ -141,16 +161,16 @@ async def _pump(
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
         while data := await reader.read(65536):
-            _emit(decoder.decode(data), stream, chunks, on_output)
-        _emit(decoder.decode(b"", final=True), stream, chunks, on_output)
+            _emit(decoder.decode(data), stream, output, on_output)
+        _emit(decoder.decode(b"", final=True), stream, output, on_output)
     finally:
         transport.close()
 
 
-def _emit(text: str, stream: Stream, chunks: list[str], on_output: OutputSink | None) -> None:
+def _emit(text: str, stream: Stream, output: OutputBuffer, on_output: OutputSink | None) -> None:
     if not text:
         return
-    chunks.append(text)
+    output.add(text)
     if on_output is not None:
         on_output(stream, text)
 
