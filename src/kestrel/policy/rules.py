@@ -266,11 +266,17 @@ class RuleSet:
         return None
 
     def _first(self, name: RuleList, subject: CallSubject, part: _Part) -> Rule | None:
+        """The first rule of a list that applies; for allow, the one naming most words, so
+        `Bash(python -c *)` speaks for `python -c CODE` rather than `Bash(python:*)`."""
         rules: tuple[Rule, ...] = getattr(self, name)
+        best: Rule | None = None
         for rule in rules:
             if _applies(rule, subject, part, self.home, deny=name == "deny"):
-                return rule
-        return None
+                if name != "allow" or part.aspect != "command":
+                    return rule
+                if best is None or rule.reach > best.reach:
+                    best = rule
+        return best
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 _ADDRESS = re.compile(r"\s*(\d+(~\d+)?|\$|/(?:[^/\\]|\\.)*/[IM]*|\\(.)(?:(?!\3).|\\.)*\3)?")
-_TO_EOL = frozenset("aicwWrRe:bTtlLqQvF=")
+_TO_EOL = frozenset("aicwWrRe:lLqQvF=")
+_LABEL = frozenset("btT")
 
 
 def sed_commands(program: str) -> tuple[bool, bool]:
@@ -42,8 +43,10 @@ def sed_commands(program: str) -> tuple[bool, bool]:
         elif command in _TO_EOL:
             runs |= command == "e"
             writes |= command in "wW"
-            stop = program.find("\n", i)
-            i = n if stop < 0 else stop
+            i = _line_end(program, i, command in "aic")
+        elif command in _LABEL:  # a label runs to `;` or the end of the line
+            while i < n and program[i] not in ";\n}":
+                i += 1
         elif command in "{}=dDgGhHlnNpPqQxz#":
             if command == "#":
                 stop = program.find("\n", i)
@@ -51,6 +54,18 @@ def sed_commands(program: str) -> tuple[bool, bool]:
         else:
             return True, True
     return runs, writes
+
+
+def _line_end(program: str, i: int, text: bool) -> int:
+    """Where the argument of a command that reads to the end of the line stops; the text of
+    `a`, `i` and `c` goes on while a line ends with a backslash."""
+    while True:
+        stop = program.find("\n", i)
+        if stop < 0:
+            return len(program)
+        if not (text and stop > 0 and program[stop - 1] == "\\"):
+            return stop
+        i = stop + 1
 
 
 def _skip_parts(program: str, i: int) -> int | None:

@@ -232,6 +232,17 @@ class _Walker:
             bare = tuple(v for r in nodes for v in _redirects(r))
             index = self._listed(node, ctx, [], ctx.redirects + bare)
             return [(r, _Ctx(nested=ctx.nested, owner=index)) for r in nodes]
+        before: list[tuple[Node, _Ctx]] = []
+        while body.type == "list":
+            # tree-sitter hangs `a && b <<EOF` on the whole list; bash gives it to `b` alone.
+            kids = [c for c in body.named_children if c.type != "comment"]
+            before += [(c, ctx) for c in kids[:-1]]
+            body = kids[-1]
+        return before + self._redirected_body(node, body, nodes, ctx, src)
+
+    def _redirected_body(
+        self, node: Node, body: Node, nodes: list[Node], ctx: _Ctx, src: bytes
+    ) -> list[tuple[Node, _Ctx]]:
         values: list[Redirect] = []
         extra: list[_Word] = []
         tail: list[Node] = []
