@@ -107,7 +107,7 @@ async def test_going_around_the_proxy_reaches_nothing(ws: Path, server: int) -> 
 def test_host_matching() -> None:
     allowed = ["pypi.org", "*.githubusercontent.com", "files.pythonhosted.org"]
     assert host_allowed("pypi.org", allowed)
-    assert host_allowed("test.pypi.org", allowed)
+    assert not host_allowed("test.pypi.org", allowed)  # exact names only: no DNS channel
     assert host_allowed("raw.githubusercontent.com", allowed)
     assert not host_allowed("githubusercontent.com", allowed)
     assert not host_allowed("pypi.org.evil.example", allowed)

@@ -5,25 +5,30 @@ out: a Unix socket bound into the sandbox, behind which this proxy runs on the h
 small relay listens on the sandbox's own loopback and passes connections to that socket, and
 `HTTP_PROXY`/`HTTPS_PROXY` point programs at it. The proxy speaks HTTP `CONNECT` (for HTTPS and
 anything else tunnelled) and plain `http://` requests, and refuses every host not on the list
-with a `403` that says why. Names are resolved here, not in the sandbox; a listed name that
-resolves to a loopback, private or link-local address is refused too (a DNS answer must not
-turn an allowed name into the host's own services), unless the entry is that address or
-`localhost` itself.
+with a `403` that says why. Only names on the list are ever looked up, and only exactly:
+`pypi.org` allows `pypi.org`, not `x.pypi.org`, since a lookup of `<data>.pypi.org` would carry
+data out through the host's resolver; an entry `*.pythonhosted.org` allows the names under it,
+and with them that channel. Names are resolved here, not in the sandbox; a listed name that
+resolves to an address that is not public (`kestrel.sandbox.addresses`) is refused too (a DNS
+answer must not turn an allowed name into the host's own services or its network), unless the
+list names that address itself. `localhost`, when listed, leads to loopback without a lookup.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import select
 import socket
 import socketserver
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from kestrel.sandbox.addresses import is_public, parse
 
 MAX_HEADER_BYTES = 64 * 1024
 CONNECT_TIMEOUT_S = 15.0
@@ -71,21 +76,36 @@ while True:
 
 
 def host_allowed(host: str, allowed: Iterable[str]) -> bool:
-    """Whether `host` is an entry of `allowed` or a subdomain of one (`*.x` means subdomains)."""
-    host = host.lower().strip("[]").rstrip(".")
+    """Whether `host` is an entry of `allowed`, exactly; only an entry `*.x` allows the names
+    under `x` (and then any of them, which lets a command leak data through DNS lookups)."""
+    host = _normal(host)
     for entry in allowed:
-        entry = entry.lower().strip().rstrip(".")
-        if entry.startswith("*."):
-            if host.endswith(entry[1:]):
-                return True
-        elif host == entry or host.endswith("." + entry):
+        entry = _normal(entry)
+        if entry.startswith("*.") and host.endswith(entry[1:]) and len(host) > len(entry) - 1:
+            return True
+        if host == entry:
             return True
     return False
 
 
-def _internal(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+def _normal(name: str) -> str:
+    return name.strip().lower().strip("[]").rstrip(".")
+
+
+AddressInfo = tuple[int, int, int, str, tuple[Any, ...]]
+"""One answer of `socket.getaddrinfo`: family, type, protocol, canonical name, address."""
+Resolver = Callable[[str, int], list[AddressInfo]]
+"""Looks a name up: `resolve_tcp`, or a stand-in that records its calls."""
+
+
+def resolve_tcp(host: str, port: int) -> list[AddressInfo]:
+    """The addresses of `host` from the system's resolver, for a TCP connection to `port`."""
+    answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [(family, kind, proto, name, tuple(addr)) for family, kind, proto, name, addr in answers]
+
+
+LOOPBACK = ("127.0.0.1", "::1")
+"""Where a listed `localhost` leads; the name itself is never looked up."""
 
 
 @dataclass
@@ -93,6 +113,8 @@ class AllowlistProxy:
     """An HTTP proxy on a Unix socket that reaches only `allowed` hosts; runs in threads."""
 
     allowed: tuple[str, ...]
+    resolve: Resolver = resolve_tcp
+    """How listed names are looked up (only listed names ever are)."""
     denied: list[str] = field(default_factory=list)
     """Hosts refused so far, in order, for telling the person and the model."""
     _server: socketserver.ThreadingUnixStreamServer | None = None
@@ -180,22 +202,22 @@ class AllowlistProxy:
         _relay(client, upstream)
 
     def _connect(self, client: socket.socket, host: str, port: str) -> socket.socket | None:
+        # An unlisted name is refused before any lookup: a lookup alone can carry data out.
         if not host or not port.isdigit() or not host_allowed(host, self.allowed):
             self.denied.append(host or "(none)")
             _reply(client, 403, f"kestrel: {host or 'that host'} is not in the network allow-list")
             return None
-        explicit = host.lower() == "localhost" or any(
-            host.lower() == entry.lower() for entry in self.allowed if _is_ip(entry)
-        )
         try:
-            infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+            infos = self._addresses(host, int(port))
         except OSError as exc:
             _reply(client, 502, f"kestrel: cannot resolve {host}: {exc}")
             return None
+        literal = {ip for entry in self.allowed if (ip := parse(entry)) is not None}
         for family, kind, proto, _, address in infos:
-            if _internal(str(address[0])) and not explicit:
+            ip = parse(str(address[0]))
+            if ip is None or not (is_public(ip) or ip in literal):
                 self.denied.append(host)
-                _reply(client, 403, f"kestrel: {host} resolves to an internal address")
+                _reply(client, 403, f"kestrel: {host} resolves to a non-public address ({ip})")
                 return None
             try:
                 upstream = socket.socket(family, kind, proto)
@@ -208,13 +230,14 @@ class AllowlistProxy:
         _reply(client, 502, f"kestrel: cannot connect to {host}:{port}")
         return None
 
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text.strip("[]"))
-    except ValueError:
-        return False
-    return True
+    def _addresses(self, host: str, port: int) -> list[AddressInfo]:
+        if _normal(host) != "localhost":
+            return self.resolve(host, port)
+        # Listed by name: loopback, as the person meant, without asking any resolver.
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 0, "", (LOOPBACK[0], port)),
+            (socket.AF_INET6, socket.SOCK_STREAM, 0, "", (LOOPBACK[1], port, 0, 0)),
+        ]
 
 
 def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
