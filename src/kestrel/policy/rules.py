@@ -215,7 +215,7 @@ class RuleSet:
                     hit = Hit(verdict=name, rule=rule, part=part.text)
                     return RuleVerdict(verdict=hit.verdict, hit=hit, reason=_reason(hit))
         allowed = [(part, self._first("allow", subject, part)) for part in parts]
-        exact = frozenset(p.text for p, rule in allowed if rule is not None and rule.exact)
+        exact = frozenset(p.text for p, rule in allowed if rule is not None and _names(rule, p))
         by_part = tuple(r for p, r in allowed if p.aspect == "command")
         whole = next((r for p, r in allowed if p.aspect == "whole" and r is not None), None)
         if whole is not None:
@@ -328,6 +328,16 @@ def _applies(rule: Rule, subject: CallSubject, part: _Part, home: Path, *, deny:
     if part.aspect == "url":
         return domain_matches(spec, part.text)
     return False
+
+
+def _names(rule: Rule, part: _Part) -> bool:
+    """Whether an exact rule spells out the part as written, redirections included: only then
+    does it speak for what the part does (`Bash(git status)` is not `git status > ~/.bashrc`)."""
+    if not rule.exact or rule.specifier is None:
+        return False
+    if part.aspect != "command":
+        return True
+    return " ".join(rule.specifier.split()) == " ".join(part.text.split())
 
 
 def _names_tool(rule: Rule, subject: CallSubject, *, deny: bool) -> bool:
