@@ -97,7 +97,9 @@ def executor_for(settings: Settings, root: Path) -> Executor:
         root,
         network=settings.network,
         allowed_hosts=settings.network_allow,
-        config=SandboxConfig(masked_paths=masked),
+        config=SandboxConfig(
+            masked_paths=masked, view=settings.sandbox_view.options(data_dir(settings))
+        ),
     )
 
 

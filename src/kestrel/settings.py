@@ -38,6 +38,7 @@ from kestrel.policy.hooks import HOOK_EVENTS
 from kestrel.policy.rules import RuleError, parse_rule
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Limits, ModelRole, PermissionMode
+from kestrel.settings_sandbox import SandboxViewSettings, check_view_source
 
 ProviderName = Literal["anthropic", "openai", "scripted"]
 """The providers a `model` setting may name."""
@@ -318,6 +319,8 @@ class Settings(_Table):
     hooks: HookSettings = HookSettings()
     models: ModelRoleSettings = ModelRoleSettings()
     """Models per role and failover lists; `model` always leads the `main` role."""
+    sandbox_view: SandboxViewSettings = SandboxViewSettings()
+    """What of the host sandboxed commands see besides the defaults (user's file only)."""
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
     _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -476,6 +479,7 @@ def load_settings(
     origins: dict[str, str] = {}
     for layer in layers:
         _check_flag_only(layer)
+        check_view_source(layer.origin, layer.data, trusted=layer.file in (None, files[0]))
         for rules in dict(layer.data.get("permissions") or {}).values():
             for rule in rules if isinstance(rules, list) else ():
                 if isinstance(rule, str):

@@ -101,16 +101,22 @@ async def test_extra_variables_pass_and_api_keys_do_not(ws: Path, monkeypatch) -
     assert result.output == "none x /tmp\n"
 
 
-def test_masks_cover_only_paths_that_exist(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    (tmp_path / "home" / ".ssh").mkdir(parents=True)
-    (tmp_path / "data").mkdir()
-    args = mount_args(tmp_path / "ws", (tmp_path / "data", tmp_path / "absent"))
+def test_masks_cover_only_paths_that_exist_and_are_shown(tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".ssh").mkdir(parents=True)
+    (home / "data").mkdir()
+    (tmp_path / "hidden-data").mkdir()
+    masked = (home / "data", tmp_path / "absent", tmp_path / "hidden-data")
+    # The workspace is the home: its secrets and the data dir in it are shown, so masked.
+    args = mount_args(home, masked)
     joined = " ".join(args)
-    assert f"--tmpfs {tmp_path / 'home' / '.ssh'}" in joined
-    assert f"--tmpfs {tmp_path / 'data'}" in joined
+    assert f"--tmpfs {home / '.ssh'}" in joined
+    assert f"--tmpfs {home / 'data'}" in joined
+    # Absent, or outside everything the view shows: nothing to mask.
     assert str(tmp_path / "absent") not in joined
-    assert args.index("--bind") < args.index(str(tmp_path / "home" / ".ssh"))
+    assert str(tmp_path / "hidden-data") not in joined
+    assert args.index(str(home)) < args.index(str(home / ".ssh"))
 
 
 async def test_cgroups_can_be_switched_off(ws: Path) -> None:

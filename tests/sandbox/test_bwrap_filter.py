@@ -61,6 +61,18 @@ def test_clone_may_fork_but_not_make_namespaces() -> None:
     assert run_filter(code, 56, audit, (0x10000000,)) == seccomp.SECCOMP_RET_ERRNO | errno.EPERM
 
 
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_vsock_sockets_are_refused_and_other_families_pass(arch: seccomp.Arch) -> None:
+    code = seccomp.filter_bytes(arch)
+    audit, socket_nr = seccomp.AUDIT_ARCH[arch], seccomp.SYSCALLS[arch]["socket"]
+    eperm = seccomp.SECCOMP_RET_ERRNO | errno.EPERM
+    assert run_filter(code, socket_nr, audit, (seccomp.AF_VSOCK, 1)) == eperm
+    # The kernel reads the family as an int, so a set high word must not slip past.
+    assert run_filter(code, socket_nr, audit, ((1 << 32) | seccomp.AF_VSOCK, 1)) == eperm
+    for family in (1, 2, 10, 16):  # unix, inet, inet6, netlink
+        assert run_filter(code, socket_nr, audit, (family, 1)) == seccomp.SECCOMP_RET_ALLOW
+
+
 def test_foreign_architectures_and_x32_calls_are_stopped() -> None:
     code = seccomp.filter_bytes("x86_64")
     assert run_filter(code, 0, 0x40000003) == seccomp.SECCOMP_RET_KILL_PROCESS

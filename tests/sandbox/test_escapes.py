@@ -255,6 +255,8 @@ PY_DAEMON = (
     )
     + "\nsleep 0.3"
 )
+# Toolchains on PATH that live in /root are shown read-only; nothing else of it.
+NOT_TOOLS = "grep -cvxE '[.](pyenv|cargo|rustup|local|nvm|volta|bun|deno|sdkman)|go'"
 HOOK = "#!/bin/sh\\necho pwned"
 PRE_COMMIT = "ws/.git/hooks/pre-commit"
 
@@ -267,7 +269,7 @@ ATTACKS = [
     Attack("docker config", "cat {home}/.docker/config.json", fails),
     Attack("netrc and git credentials", "cat ~/.netrc ~/.git-credentials", fails),
     Attack("anything in home", "grep -r {secret} ~ {home} 2>&1; ls -A {home}", says(STARTED)),
-    Attack("root's home", "ls -A /root | wc -l; cat /root/.bash_history", says("\n0\n")),
+    Attack("root's home", f"ls -A /root | {NOT_TOOLS}; cat /root/.bash_history", says("\n0\n")),
     Attack("other users' homes", "ls -A /home | wc -l", says("\n0\n")),
     Attack("/etc/shadow", "cat /etc/shadow", fails),
     Attack("/etc/gshadow", "cat /etc/gshadow", fails),

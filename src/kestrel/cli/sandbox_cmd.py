@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import typer
 
 from kestrel.app import data_dir
+from kestrel.cli.doctor_view import doctor_view
 from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
 from kestrel.sandbox.probe import ProbeReport, probe
@@ -33,6 +34,7 @@ def doctor_command() -> None:
     """Check that the sandbox starts on this machine and say how to fix it if it does not."""
     report = asyncio.run(probe())
     typer.echo(render_report(report))
+    typer.echo("\n".join(doctor_view(Path.cwd().resolve())))
     raise typer.Exit(0 if report.ok else 1)
 
 

@@ -1,7 +1,8 @@
-"""Runs commands inside bubblewrap: the host read-only, only the workspace writable, no network.
+"""Runs commands inside bubblewrap: toolchains read-only, only the workspace writable, no network.
 
 Each command gets fresh user, PID, IPC, UTS, cgroup and (unless allowed) network namespaces, no
-capabilities, a seccomp filter, a private /tmp, masked home directories and secrets, a scrubbed
+capabilities, a seccomp filter, a private /tmp, a view of the host built from an allow-list
+(`kestrel.sandbox.view`: no service sockets, homes, secrets or files only root reads), a scrubbed
 environment, and rlimits plus cgroup limits where cgroups are writable. The network is off, the
 host's, or an allow-list of hosts reached through a proxy (`kestrel.sandbox.proxy`).
 """
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
-from kestrel.sandbox.gitguard import git_mount_args
 from kestrel.sandbox.guard import CommandGuard
 from kestrel.sandbox.limits import (
     CgroupSupport,
@@ -34,7 +34,15 @@ from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.quota import WorkspaceQuota
 from kestrel.sandbox.seccomp import filter_bytes
-from kestrel.sandbox.usability import usability_environment, usability_mount_args
+from kestrel.sandbox.usability import usability_environment
+from kestrel.sandbox.view import (
+    PRIVATE_TMP,
+    SYSTEM_TOOLCHAINS,
+    Mount,
+    ViewOptions,
+    build_view,
+    covered,
+)
 
 Network = Literal["none", "host", "allowlist"]
 
@@ -46,59 +54,8 @@ _PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PR
 SANDBOX_UID = 1000
 """The unprivileged user (and group) a command runs as inside the sandbox."""
 
-HOME_SECRETS: tuple[str, ...] = (
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".kube",
-    ".docker",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-)
-"""Paths under a home directory that are hidden even where that home is otherwise visible."""
-
-SYSTEM_SECRETS: tuple[str, ...] = (
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/shadow-",
-    "/etc/gshadow-",
-    "/run/docker.sock",
-    "/var/run/docker.sock",
-    "/run/containerd",
-    "/run/user",
-)
-"""Host files and sockets hidden from every command (a container socket is root on the host)."""
-
-HOME_TOOLCHAINS: tuple[str, ...] = (
-    ".pyenv",
-    ".local/bin",
-    ".local/lib",
-    ".local/share/uv",
-    ".nvm",
-    ".volta",
-    ".bun/bin",
-    ".deno/bin",
-    ".rustup",
-    ".cargo/bin",
-    ".sdkman",
-    "go/bin",
-)
-"""Interpreters and compilers people install in their home: visible again, read-only, so a
-project's `python`, `node` or `cargo` still runs although the home itself is hidden."""
-
-PRIVATE_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs inside the sandbox, shared with no one
-"""Where each command gets an empty, private temporary directory."""
-
-PROC_READ_ONLY: tuple[str, ...] = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
-"""Kernel settings under /proc that no command may change."""
-
-HOME_ROOTS: tuple[str, ...] = ("/root", "/home")
-"""Directories replaced by an empty tmpfs: every user's home, other sessions' checkouts."""
+SYSTEM_SECRETS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
+"""Host files hidden from every command even where /etc's modes would let others read them."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -119,6 +76,8 @@ class SandboxConfig:
     """Further host paths to hide, e.g. Kestrel's data directory and other sessions' folders."""
     bwrap_path: str | None = None
     use_cgroups: bool = True
+    view: ViewOptions = field(default_factory=ViewOptions)
+    """What the sandbox shows of the host besides the defaults (see `kestrel.sandbox.view`)."""
     quota_dir: Path | None = None
     """The folder whose growth counts against `limits.disk_bytes` (a session's overlay upper
     layer); None: the workspace itself."""
@@ -181,7 +140,7 @@ class BwrapExecutor:
                 pass_fds=(read_fd, *guard.pass_fds),
                 guards=guard.guards(),
             )
-            result = guard.report(result, on_output)
+            result = await guard.report(result, on_output)
             if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
                 allowed = ", ".join(self.proxy.allowed) or "no host"
                 note = (
@@ -209,14 +168,16 @@ class BwrapExecutor:
         if bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
         args = [bwrap, *namespace_args(self.network, disable_userns=_has_disable_userns(bwrap))]
-        args += mount_args(self.workspace, self.config.masked_paths)
+        args += mount_args(self.workspace, self.config.masked_paths, self.config.view)
         script = ulimit_script(self.config.limits, address_space=not memory_capped)
         relay: list[str] = []
         if self.proxy is not None:
-            args += ["--bind", str(self.proxy.socket_dir), PROXY_DIR, *_python_args()]
+            args += ["--bind", str(self.proxy.socket_dir), PROXY_DIR]
+            args += _python_args(self.workspace)
             script = script.replace('exec bash -c "$1"', _RELAY_START + 'exec bash -c "$1"')
             relay = [_python(), RELAY_SCRIPT, f"{PROXY_DIR}/{SOCKET_NAME}"]
-        args += ["--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
+        # The root is an empty tmpfs of bubblewrap's: read-only once every mount point exists.
+        args += ["--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
         return [*args, _bash(), "-c", script, "kestrel-sandbox", command, *relay]
 
     def _check_cwd(self, cwd: Path) -> Path:
@@ -251,40 +212,12 @@ def namespace_args(network: Network, *, disable_userns: bool) -> list[str]:
     return args
 
 
-def mount_args(workspace: Path, masked: Sequence[Path] = ()) -> list[str]:
-    """The filesystem: host read-only, homes and secrets hidden, the workspace writable."""
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", PRIVATE_TMP]
-    # A fresh /proc leaves sysctls and sysrq writable to a user that maps to the host's root
-    # (Kestrel run as root), and those settings are global: cover them with read-only copies.
-    for setting in PROC_READ_ONLY:
-        if os.path.exists(setting):
-            args += ["--ro-bind", setting, setting]
-    home = Path(os.path.expanduser("~")).resolve()
-    for root in dict.fromkeys([*map(Path, HOME_ROOTS), home]):
-        if root.is_dir() and root != Path("/"):
-            args += ["--tmpfs", str(root)]
-    for name in HOME_TOOLCHAINS:
-        tool = home / name
-        if tool.is_dir() and not tool.is_symlink():
-            args += ["--ro-bind", str(tool), str(tool)]
-    args += ["--bind", str(workspace), str(workspace)]
-    args += git_mount_args(workspace)
-    args += usability_mount_args(workspace)
-    # After the workspace bind, so a workspace that is (or holds) a home still hides its secrets.
-    hidden = [home / name for name in HOME_SECRETS] + [Path(p) for p in SYSTEM_SECRETS]
-    for path in [*hidden, *masked]:
-        args += _mask(path)
-    return args
-
-
-def _mask(path: Path) -> list[str]:
-    # Only existing paths: a mount point for a missing one would be created on the host.
-    target = path.resolve()
-    if not target.exists():
-        return []
-    if target.is_dir():
-        return ["--tmpfs", str(target)]
-    return ["--ro-bind", "/dev/null", str(target)]
+def mount_args(
+    workspace: Path, masked: Sequence[Path] = (), view: ViewOptions | None = None
+) -> list[str]:
+    """The filesystem, from an allow-list: toolchains, /etc, the workspace (see `build_view`)."""
+    mounts = build_view(workspace, [*map(Path, SYSTEM_SECRETS), *masked], view)
+    return [arg for mount in mounts for arg in mount.args()]
 
 
 _RELAY_START = (
@@ -301,15 +234,14 @@ def _python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def _python_args() -> list[str]:
-    """Binds that make this Python visible again where a hidden folder (a home directory, or
-    /tmp, which is private inside) holds it: its executable and its standard library."""
-    home = Path(os.path.expanduser("~")).resolve()
-    hidden = [*map(Path, HOME_ROOTS), home, Path(PRIVATE_TMP)]
+def _python_args(workspace: Path) -> list[str]:
+    """Binds that make this Python (which runs the relay) visible where the view does not show
+    it already: its executable and its standard library, read-only."""
+    shown = [Mount("ro", path) for path in SYSTEM_TOOLCHAINS] + [Mount("rw", str(workspace))]
     places = [Path(_python()).parent, Path(sys.prefix), Path(sys.base_prefix)]
     args: list[str] = []
     for place in dict.fromkeys(p.resolve() for p in places):
-        if any(place.is_relative_to(root) for root in hidden):
+        if not covered(place, shown):
             args += ["--ro-bind", str(place), str(place)]
     return args
 

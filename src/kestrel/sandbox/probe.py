@@ -74,8 +74,9 @@ class ProbeReport:
             notes.append("no writable pids cgroup: process counts rely on RLIMIT_NPROC")
         if self.as_root:
             notes.append(
-                "Kestrel runs as root: the sandbox's user is root on the host, so files only "
-                "root may read stay readable unless masked; run Kestrel as an ordinary user"
+                "Kestrel runs as root: the sandbox's user is root on the host; files of /etc "
+                "only root may read are masked, but such files in the workspace, a toolchain or "
+                "a path the settings add stay readable; run Kestrel as an ordinary user"
             )
         notes.append(
             "Landlock is available but not used yet"

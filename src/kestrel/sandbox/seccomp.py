@@ -25,6 +25,8 @@ SECCOMP_RET_ALLOW = 0x7FFF0000
 TIOCSTI = 0x5412
 TIOCLINUX = 0x541C
 X32_SYSCALL_BIT = 0x40000000
+AF_VSOCK = 40
+"""The socket family of virtual machine sockets, which a network namespace does not confine."""
 
 # Every CLONE_NEW* flag: a command may fork and start threads, never build new namespaces.
 CLONE_NAMESPACE_FLAGS = 0x00000080 | 0x00020000 | 0x7E000000
@@ -80,7 +82,7 @@ DENIED: tuple[str, ...] = (
 # fmt: off
 SYSCALLS: dict[Arch, dict[str, int]] = {
     "x86_64": {
-        "ioctl": 16, "clone": 56, "ptrace": 101, "pivot_root": 155, "mount": 165,
+        "ioctl": 16, "socket": 41, "clone": 56, "ptrace": 101, "pivot_root": 155, "mount": 165,
         "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169, "init_module": 175,
         "delete_module": 176, "kexec_load": 246, "add_key": 248, "request_key": 249,
         "keyctl": 250, "unshare": 272, "perf_event_open": 298, "name_to_handle_at": 303,
@@ -93,7 +95,8 @@ SYSCALLS: dict[Arch, dict[str, int]] = {
     "aarch64": {
         "ioctl": 29, "umount2": 39, "mount": 40, "pivot_root": 41, "unshare": 97,
         "kexec_load": 104, "init_module": 105, "delete_module": 106, "ptrace": 117,
-        "reboot": 142, "add_key": 217, "request_key": 218, "keyctl": 219, "clone": 220,
+        "reboot": 142, "socket": 198, "add_key": 217, "request_key": 218, "keyctl": 219,
+        "clone": 220,
         "swapon": 224, "swapoff": 225, "perf_event_open": 241, "name_to_handle_at": 264,
         "open_by_handle_at": 265, "setns": 268, "process_vm_readv": 270,
         "process_vm_writev": 271, "finit_module": 273, "bpf": 280, "userfaultfd": 282,
@@ -142,6 +145,7 @@ def program(arch: Arch) -> list[Insn]:
     insns += [
         Insn(_JEQ_K, nrs["ioctl"], jt="ioctl"),
         Insn(_JEQ_K, nrs["clone"], jt="clone"),
+        Insn(_JEQ_K, nrs["socket"], jt="socket"),
         # clone3 passes its flags in memory a filter cannot read: libc falls back to clone.
         Insn(_JEQ_K, nrs["clone3"], jt="enosys"),
         Insn(_RET_K, SECCOMP_RET_ALLOW),
@@ -152,6 +156,10 @@ def program(arch: Arch) -> list[Insn]:
         Insn(_RET_K, SECCOMP_RET_ALLOW),
         Insn(_LD_W_ABS, _ARG0_LOW, label="clone"),
         Insn(_JSET_K, CLONE_NAMESPACE_FLAGS, jt="deny"),
+        Insn(_RET_K, SECCOMP_RET_ALLOW),
+        # The family is an int: only the low word counts.
+        Insn(_LD_W_ABS, _ARG0_LOW, label="socket"),
+        Insn(_JEQ_K, AF_VSOCK, jt="deny"),
         Insn(_RET_K, SECCOMP_RET_ALLOW),
         Insn(_RET_K, SECCOMP_RET_ERRNO | errno.EPERM, label="deny"),
         Insn(_RET_K, SECCOMP_RET_ERRNO | errno.ENOSYS, label="enosys"),
