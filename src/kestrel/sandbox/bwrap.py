@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
+from kestrel.sandbox.gitrestore import GitFiles
 from kestrel.sandbox.guard import CommandGuard
 from kestrel.sandbox.limits import (
     CgroupSupport,
@@ -129,6 +130,7 @@ class BwrapExecutor:
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(filter_bytes())
             argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
+            git_files = GitFiles.take(self.workspace)
             argv[1:1] = guard.bwrap_args()
             await guard.start()
             result = await self._runner.run(
@@ -141,6 +143,7 @@ class BwrapExecutor:
                 guards=guard.guards(),
             )
             result = await guard.report(result, on_output)
+            result = git_files.report(result, on_output)
             if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
                 allowed = ", ".join(self.proxy.allowed) or "no host"
                 note = (
