@@ -38,6 +38,7 @@ from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.sandbox.probe import probe
+from kestrel.sandbox.usability import SandboxState
 from kestrel.settings import API_KEY_ENV, Settings
 from kestrel.store import STORE_FILE_NAME, default_data_dir
 from kestrel.store.base import EventStore
@@ -49,6 +50,7 @@ from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
+from kestrel.workspace.overlay import layer_for
 from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -88,17 +90,21 @@ def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None =
     return OpenAICompatProvider(model, base_url=base_url)
 
 
-def executor_for(settings: Settings, root: Path) -> Executor:
-    """The command executor the settings ask for."""
+def executor_for(settings: Settings, root: Path, session_id: str | None = None) -> Executor:
+    """The command executor the settings ask for. A session's sandbox keeps its /tmp and
+    installed packages in the session's layer folder, deleted with the layer."""
     if settings.sandbox == "none":
         return LocalExecutor()
     masked = masked_data(data_dir(settings), root)
+    layer = layer_for(data_dir(settings), session_id) if session_id else None
     return BwrapExecutor(
         root,
         network=settings.network,
         allowed_hosts=settings.network_allow,
         config=SandboxConfig(
-            masked_paths=masked, view=settings.sandbox_view.options(data_dir(settings))
+            masked_paths=masked,
+            state=SandboxState(layer.root / "sandbox") if layer else None,
+            view=settings.sandbox_view.options(data_dir(settings)),
         ),
     )
 
@@ -251,7 +257,7 @@ def build_loop(
     )
     memory = load_memory(find_memory_files(cwd, user_config_dir=_user_config_dir()))
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
-    executor = parts.executor or executor_for(settings, cwd)
+    executor = parts.executor or executor_for(settings, cwd, session_id)
     timeout = settings.verify.timeout_s
     own_tools = [
         *default_tools(),

@@ -16,6 +16,7 @@ from kestrel.cli.doctor_view import doctor_view
 from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
 from kestrel.sandbox.probe import ProbeReport, probe
+from kestrel.sandbox.usability import StateUnusable, workspace_state
 from kestrel.settings import load_settings
 from kestrel.store import default_data_dir
 
@@ -97,13 +98,14 @@ def run_command(
     if network == "allowlist" and not allow_host:
         typer.echo("kestrel: --network allowlist needs at least one --allow-host HOST", err=True)
         raise typer.Exit(2)
-    config = SandboxConfig(masked_paths=(_data_dir(root),))
+    data = _data_dir(root)
+    config = SandboxConfig(masked_paths=(data,), state=workspace_state(data, root))
     executor = BwrapExecutor(root, network=network, allowed_hosts=allow_host or (), config=config)
     try:
         result = asyncio.run(
             executor.run(line, cwd=root, timeout_s=timeout, on_output=_write_through)
         )
-    except SandboxUnavailable as exc:
+    except (SandboxUnavailable, StateUnusable) as exc:
         typer.echo(f"kestrel: {exc}; run `kestrel doctor`", err=True)
         raise typer.Exit(EXIT_NO_SANDBOX) from None
     if result.timed_out:

@@ -35,7 +35,7 @@ from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.quota import WorkspaceQuota
 from kestrel.sandbox.seccomp import filter_bytes
-from kestrel.sandbox.usability import usability_environment
+from kestrel.sandbox.usability import SandboxState, usability_environment
 from kestrel.sandbox.view import (
     PRIVATE_TMP,
     SYSTEM_TOOLCHAINS,
@@ -79,6 +79,9 @@ class SandboxConfig:
     use_cgroups: bool = True
     view: ViewOptions = field(default_factory=ViewOptions)
     """What the sandbox shows of the host besides the defaults (see `kestrel.sandbox.view`)."""
+    state: SandboxState | None = None
+    """A directory Kestrel owns for the session: its /tmp and installed packages, kept across
+    commands (see `kestrel.sandbox.usability`). None: each command starts afresh."""
     quota_dir: Path | None = None
     """The folder whose growth counts against `limits.disk_bytes` (a session's overlay upper
     layer); None: the workspace itself."""
@@ -160,7 +163,7 @@ class BwrapExecutor:
 
     def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets: allow-listed variables, a private /tmp, `overrides`."""
-        extra = usability_environment(self.workspace)
+        extra = usability_environment(self.workspace, offline=self.network == "none")
         return scrubbed_environment(
             self.config.env_allowlist, {"TMPDIR": PRIVATE_TMP, **extra, **(overrides or {})}
         )
@@ -171,7 +174,9 @@ class BwrapExecutor:
         if bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
         args = [bwrap, *namespace_args(self.network, disable_userns=_has_disable_userns(bwrap))]
-        args += mount_args(self.workspace, self.config.masked_paths, self.config.view)
+        args += mount_args(
+            self.workspace, self.config.masked_paths, self.config.view, self.config.state
+        )
         script = ulimit_script(self.config.limits, address_space=not memory_capped)
         relay: list[str] = []
         if self.proxy is not None:
@@ -216,10 +221,13 @@ def namespace_args(network: Network, *, disable_userns: bool) -> list[str]:
 
 
 def mount_args(
-    workspace: Path, masked: Sequence[Path] = (), view: ViewOptions | None = None
+    workspace: Path,
+    masked: Sequence[Path] = (),
+    view: ViewOptions | None = None,
+    state: SandboxState | None = None,
 ) -> list[str]:
     """The filesystem, from an allow-list: toolchains, /etc, the workspace (see `build_view`)."""
-    mounts = build_view(workspace, [*map(Path, SYSTEM_SECRETS), *masked], view)
+    mounts = build_view(workspace, [*map(Path, SYSTEM_SECRETS), *masked], view, state)
     return [arg for mount in mounts for arg in mount.args()]
 
 

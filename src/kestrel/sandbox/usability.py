@@ -1,21 +1,132 @@
 """What a sandboxed command needs beyond the bare view to do ordinary work.
 
-Package installs that land in a per-session writable place instead of the read-only interpreter,
-and git alternates outside the workspace that a checkout's object store points at.
+- Package installs: the host's interpreters are read-only, so `pip install` falls back to a user
+  installation into `PACKAGES_DIR`, a directory Kestrel owns (the session's, when there is one),
+  and its `bin` is on PATH. Build isolation is off without a network, so a project whose build
+  backend is installed on the host builds offline.
+- /tmp: within a session, one private directory that keeps its files from one command to the
+  next; without one, a fresh tmpfs per command.
+- Git alternates outside the workspace (see `kestrel.sandbox.alternates`), bound read-only.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from kestrel.sandbox.alternates import alternate_stores
 
-def usability_mount_args(workspace: Path) -> list[str]:
-    """Extra bubblewrap arguments for `workspace`: alternates and package targets."""
-    del workspace
-    return []
+PRIVATE_TMP = "/tmp"  # noqa: S108 - the sandbox's own /tmp, shared with no other session
+"""Where each command finds its temporary directory."""
+PACKAGES_DIR = "/tmp/.kestrel-packages"  # noqa: S108 - inside the sandbox's private /tmp
+"""The user base (`PYTHONUSERBASE`) that package installs land in, inside the sandbox."""
 
 
-def usability_environment(workspace: Path) -> dict[str, str]:
-    """Extra environment variables a command in `workspace` gets."""
-    del workspace
-    return {}
+class StateUnusable(RuntimeError):
+    """The sandbox's state directory exists but is not a plain directory Kestrel can use."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxState:
+    """A directory Kestrel owns for one session's sandbox: what outlives a single command.
+
+    `root/packages` holds installed packages; `root/tmp` is the session's /tmp when `keep_tmp`.
+    """
+
+    root: Path
+    keep_tmp: bool = True
+    """The sandbox's temporary folder keeps its files across commands; False: a fresh one each."""
+
+    @property
+    def tmp(self) -> Path:
+        """The host directory behind the sandbox's /tmp (when `keep_tmp`)."""
+        return self.root / "tmp"
+
+    @property
+    def packages(self) -> Path:
+        """The host directory behind `PACKAGES_DIR`."""
+        return self.root / "packages"
+
+
+def workspace_state(data_dir: Path, workspace: Path) -> SandboxState:
+    """The state of sandboxed commands outside a session (`kestrel sandbox run`): installed
+    packages kept per workspace under Kestrel's data directory, a fresh /tmp each time."""
+    key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+    return SandboxState(data_dir / "sandbox" / key, keep_tmp=False)
+
+
+def prepare_state(state: SandboxState) -> None:
+    """Create the state's directories, readable by their owner only."""
+    for folder in (state.root, state.tmp, state.packages):
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            info = folder.lstat()
+        except OSError as exc:
+            raise StateUnusable(f"cannot create the sandbox state {folder}: {exc}") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise StateUnusable(f"the sandbox state {folder} is not a directory")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.chmod(folder, 0o700)
+
+
+def discard_state(state: SandboxState) -> None:
+    """Delete the state, also what a command left unreadable (a `chmod 000` folder)."""
+    if not state.root.is_dir() or state.root.is_symlink():
+        return
+    for here, dirs, _ in os.walk(state.root):
+        for name in dirs:
+            path = os.path.join(here, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o700)
+    shutil.rmtree(state.root, ignore_errors=True)
+
+
+def session_tmp_args(state: SandboxState | None) -> list[str]:
+    """The session's directory bound over the sandbox's fresh /tmp, so /tmp keeps its files
+    from one command to the next; nothing without a session. Goes before anything mounted
+    under /tmp (a workspace there must stay visible on top of it)."""
+    if state is None:
+        return []
+    prepare_state(state)
+    return ["--bind", str(state.tmp), PRIVATE_TMP] if state.keep_tmp else []
+
+
+def usability_mount_args(
+    workspace: Path, state: SandboxState | None = None, refused: Sequence[Path] = ()
+) -> list[str]:
+    """Extra bubblewrap arguments for `workspace`: the package directory, read-only binds of
+    its git alternates (none of them inside `refused`, nor a secret or system place)."""
+    args: list[str] = []
+    if state is not None:
+        args += ["--bind", str(state.packages), PACKAGES_DIR]
+    refused = [*refused, *([state.root] if state is not None else [])]
+    for store in alternate_stores(workspace, refused):
+        args += ["--ro-bind", str(store), str(store)]
+    return args
+
+
+def usability_environment(workspace: Path, *, offline: bool = True) -> dict[str, str]:
+    """Variables that make package installs land in `PACKAGES_DIR` (pip's automatic user
+    installation when the interpreter is read-only) and its programs runnable; `offline`
+    when the command has no network."""
+    del workspace  # The same for every workspace: the state is mounted at a fixed place.
+    path = os.environ.get("PATH") or os.defpath
+    env = {
+        "PYTHONUSERBASE": PACKAGES_DIR,
+        "PATH": f"{PACKAGES_DIR}/bin:{path}",
+        # The user base is private to the sandbox: Debian's externally-managed marker guards
+        # the system's packages, which stay read-only whatever pip is told.
+        "PIP_BREAK_SYSTEM_PACKAGES": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    if offline:
+        # pip reads a `no-` option from the environment as the value of its destination, so
+        # "0" means `--no-build-isolation`: build with the backend installed on the host,
+        # since no isolated environment can be downloaded without a network.
+        env["PIP_NO_BUILD_ISOLATION"] = "0"
+    return env

@@ -25,7 +25,7 @@ from kestrel.sandbox.hostpaths import (
     check_view_path,
     etc_masks,
 )
-from kestrel.sandbox.usability import usability_mount_args
+from kestrel.sandbox.usability import SandboxState, session_tmp_args, usability_mount_args
 
 HOME_TOOLCHAINS: tuple[str, ...] = (
     ".pyenv",
@@ -99,12 +99,16 @@ class ViewOptions:
 
 
 def build_view(
-    workspace: Path, masked: Sequence[Path] = (), options: ViewOptions | None = None
+    workspace: Path,
+    masked: Sequence[Path] = (),
+    options: ViewOptions | None = None,
+    state: SandboxState | None = None,
 ) -> list[Mount]:
     """Every mount of the sandbox, in the order bubblewrap must make them."""
     opts = options or ViewOptions()
     home = home_dir()
     view = system_mounts()
+    view += from_args(session_tmp_args(state), "the session's /tmp")
     if home is not None:
         view.append(Mount("tmpfs", str(home), why="your home: empty, private"))
         view += toolchain_mounts(home, opts.toolchains)
@@ -115,7 +119,7 @@ def build_view(
         view += path_mounts(view, home, opts.toolchains)
     view.append(Mount("rw", str(workspace), why="workspace"))
     view += from_args(git_mount_args(workspace), "git metadata run on the host")
-    view += from_args(usability_mount_args(workspace), "usability")
+    view += from_args(usability_mount_args(workspace, state, masked), "usability")
     # After the workspace bind, so a workspace that is (or holds) a home still hides its secrets.
     view += secret_masks(view, home, masked)
     return view

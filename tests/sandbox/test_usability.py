@@ -1,0 +1,342 @@
+"""Ordinary work inside the sandbox: package installs, a session's /tmp, git alternates.
+
+Real bubblewrap, real pip on a real project (six, MIT, in fixtures/six), real git.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kestrel.sandbox.alternates import MAX_DEPTH, alternate_stores, refusal
+from kestrel.sandbox.base import ExecResult
+from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, mount_args
+from kestrel.sandbox.usability import PACKAGES_DIR, SandboxState, discard_state
+
+SIX = Path(__file__).parent / "fixtures" / "six"
+PYTHON = os.path.realpath(sys.executable)
+"""The interpreter itself, not a venv's link to it (the venv is outside the workspace)."""
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI"):
+            pytest.fail("bubblewrap is not installed, and CI must run the sandbox tests")
+        pytest.skip("bubblewrap is not installed")
+    (tmp_path / "ws").mkdir()
+    return tmp_path / "ws"
+
+
+def session(ws: Path, state: Path | None, **kwargs: object) -> BwrapExecutor:
+    config = SandboxConfig(state=SandboxState(state) if state else None)
+    return BwrapExecutor(ws, config=config, kill_grace_s=0.5, drain_grace_s=0.3, **kwargs)  # type: ignore[arg-type]
+
+
+async def run(executor: BwrapExecutor, command: str, timeout_s: float = 60) -> ExecResult:
+    return await executor.run(command, cwd=executor.workspace, timeout_s=timeout_s)
+
+
+# --- /tmp ---------------------------------------------------------------------------------
+
+
+async def test_tmp_keeps_files_for_the_session_and_hides_them_from_others(
+    ws: Path, tmp_path: Path
+) -> None:
+    one = session(ws, tmp_path / "one")
+    wrote = await run(one, "cat > /tmp/reproduce.py <<'EOF'\nprint('reproduced')\nEOF\npwd")
+    assert wrote.exit_code == 0 and wrote.output == f"{ws}\n", wrote.output
+    again = await run(one, f"{PYTHON} /tmp/reproduce.py")
+    assert again.exit_code == 0 and again.output == "reproduced\n", again.output
+
+    other = await run(session(ws, tmp_path / "two"), "ls -A /tmp; test -e /tmp/reproduce.py")
+    assert other.exit_code == 1 and "reproduce.py" not in other.output
+    fresh = session(ws, None)
+    assert (await run(fresh, "echo x > /tmp/note")).exit_code == 0
+    assert (await run(fresh, "test -e /tmp/note")).exit_code == 1
+
+    for folder in (tmp_path / "one", tmp_path / "one" / "tmp"):
+        assert folder.stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "one" / "tmp" / "reproduce.py").is_file()
+
+
+async def test_discarding_the_state_removes_it_even_with_locked_folders(
+    ws: Path, tmp_path: Path
+) -> None:
+    one = session(ws, tmp_path / "one")
+    made = await run(
+        one, "mkdir -p /tmp/locked/in && touch /tmp/locked/in/f && chmod 000 /tmp/locked"
+    )
+    assert made.exit_code == 0, made.output
+    assert one.config.state is not None
+    discard_state(one.config.state)
+    assert not (tmp_path / "one").exists()
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"hello through the proxy\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+async def test_the_proxy_socket_still_works_over_a_session_tmp(
+    ws: Path, tmp_path: Path, server: int
+) -> None:
+    sandbox = session(ws, tmp_path / "one", network="allowlist", allowed_hosts=["127.0.0.1"])
+    fetch = f"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{server}/').read())"
+    result = await run(sandbox, f'echo kept > /tmp/kept; {PYTHON} -c "{fetch}"')
+    assert result.exit_code == 0, result.output
+    assert "hello through the proxy" in result.output
+    assert (await run(sandbox, "cat /tmp/kept")).output == "kept\n"
+
+
+# --- packages -----------------------------------------------------------------------------
+
+
+def _builder() -> str:
+    """A host interpreter with pip, setuptools and wheel: what `pip install -e .` of a
+    setuptools project needs offline."""
+    for candidate in ("/usr/bin/python3", PYTHON):
+        probe = subprocess.run(
+            [candidate, "-c", "import setuptools, wheel, pip"], capture_output=True, check=False
+        )
+        if probe.returncode == 0:
+            return candidate
+    pytest.skip("no interpreter here has pip, setuptools and wheel")
+
+
+def _site_digest(python: str) -> str:
+    """A digest of every file (path, mode, bytes) in the interpreter's site directories."""
+    code = (
+        "import site, sysconfig; "
+        "print('\\n'.join({*site.getsitepackages(), *sysconfig.get_paths().values()}))"
+    )
+    listed = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    digest = hashlib.sha256()
+    for top in sorted(p for p in listed.stdout.split() if os.path.isdir(p)):
+        if "site-packages" not in top and "dist-packages" not in top:
+            continue
+        for here, dirs, files in os.walk(top):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(here, name)
+                info = os.lstat(path)
+                digest.update(f"{path}\0{info.st_mode}\0{info.st_size}\0".encode())
+                if os.path.isfile(path) and not os.path.islink(path):
+                    digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
+async def test_pip_install_editable_of_a_real_project_leaves_the_host_untouched(
+    ws: Path, tmp_path: Path
+) -> None:
+    python = _builder()
+    shutil.copytree(SIX, ws / "six")
+    before = _site_digest(python)
+    one = session(ws, tmp_path / "one")
+    installed = await run(one, f"cd six && {python} -m pip install -e .", timeout_s=180)
+    assert installed.exit_code == 0, installed.output
+    assert "Successfully installed six" in installed.output
+
+    imported = await run(one, f"cd / && {python} -c 'import six; print(six.__file__)'")
+    assert imported.output == f"{ws / 'six' / 'six.py'}\n", imported.output
+    assert _site_digest(python) == before
+    assert any((tmp_path / "one" / "packages").rglob("*six*"))
+    # Another session (or a command with no session) has its own, empty user base.
+    elsewhere = await run(
+        session(ws, tmp_path / "two"), f"cd / && {python} -c 'import six; print(six.__file__)'"
+    )
+    assert str(ws) not in elsewhere.output
+
+
+async def test_an_installed_programs_script_is_on_path(ws: Path, tmp_path: Path) -> None:
+    python = _builder()
+    project = ws / "hello"
+    project.mkdir()
+    (project / "hello_tool.py").write_text("def main():\n    print('hello tool ran')\n")
+    (project / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "setup(name='hello-tool', version='1.0', py_modules=['hello_tool'],\n"
+        "      entry_points={'console_scripts': ['hello-tool=hello_tool:main']})\n"
+    )
+    one = session(ws, tmp_path / "one")
+    installed = await run(one, f"{python} -m pip install ./hello", timeout_s=180)
+    assert installed.exit_code == 0, installed.output
+    ran = await run(one, "cd / && command -v hello-tool && hello-tool")
+    assert ran.output == f"{PACKAGES_DIR}/bin/hello-tool\nhello tool ran\n", ran.output
+
+
+async def test_a_venv_in_the_workspace_keeps_its_packages_to_itself(
+    ws: Path, tmp_path: Path
+) -> None:
+    python = _builder()
+    shutil.copytree(SIX, ws / "six")
+    one = session(ws, tmp_path / "one")
+    steps = (
+        f"{python} -m pip wheel --no-deps -w dist ./six && "
+        f"{PYTHON} -m venv .venv && "
+        ".venv/bin/python -m pip install --no-index dist/six-*.whl && "
+        ".venv/bin/python -c 'import six; print(six.__file__)'"
+    )
+    result = await run(one, steps, timeout_s=240)
+    assert result.exit_code == 0, result.output
+    assert str(ws / ".venv") in result.output.splitlines()[-1]
+    assert not list((tmp_path / "one" / "packages").rglob("six*"))
+
+
+# --- git alternates -----------------------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    done = subprocess.run(["git", *ident, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _origin(path: Path, message: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    _git(path, "init", "-q", "-b", "main")
+    (path / "a.txt").write_text(message)
+    _git(path, "add", "a.txt")
+    _git(path, "commit", "-q", "-m", message)
+    return path
+
+
+@pytest.mark.parametrize("with_session", [True, False])
+async def test_a_shared_clone_of_a_repository_under_tmp_reads_its_history(
+    ws: Path, tmp_path: Path, with_session: bool
+) -> None:
+    first = _origin(tmp_path / "first", "first commit")
+    middle = tmp_path / "middle"
+    _git(tmp_path, "clone", "-q", "--shared", str(first), str(middle))
+    (middle / "b.txt").write_text("b")
+    _git(middle, "add", "b.txt")
+    _git(middle, "commit", "-q", "-m", "second commit")
+    ws.rmdir()
+    _git(tmp_path, "clone", "-q", "--shared", str(middle), str(ws))
+    assert (ws / ".git" / "objects" / "info" / "alternates").read_text().strip()
+
+    sandbox = session(ws, tmp_path / "state" if with_session else None)
+    result = await run(sandbox, "git log --format=%s && git status --short && echo clean")
+    assert result.exit_code == 0, result.output
+    assert result.output == "second commit\nfirst commit\nclean\n"
+    # Read-only: the borrowed store cannot be changed from inside.
+    store = first / ".git" / "objects"
+    wrote = await run(sandbox, f"touch {store}/pack/x")
+    assert wrote.exit_code != 0 and not (store / "pack" / "x").exists()
+
+
+async def test_alternates_pointing_at_secrets_are_not_bound(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    secret = home / ".ssh"
+    (secret / "pack").mkdir(parents=True)
+    (secret / "id_ed25519").write_text("PRIVATE KEY")
+    monkeypatch.setenv("HOME", str(home))
+    data = tmp_path / "data"
+    (data / "pack").mkdir(parents=True)
+    (data / "session.log").write_text("LOG")
+    _origin(ws, "x")
+    alternates = ws / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text(f"{secret}\n{data}\n/\n/etc\n{home}\n")
+
+    args = mount_args(ws, (data,))
+    bound = {args[i + 1] for i, arg in enumerate(args) if arg in ("--bind", "--ro-bind")}
+    assert not bound & {str(secret), str(data), str(home)}
+    assert "/etc" not in args[args.index(str(ws)) :]
+    sandbox = BwrapExecutor(ws, config=SandboxConfig(masked_paths=(data,)))
+    result = await run(sandbox, f"cat {secret}/id_ed25519 {data}/session.log; git log --format=%s")
+    assert "PRIVATE KEY" not in result.output and "LOG" not in result.output
+    assert "x\n" in result.output
+
+
+# --- which alternates are bound (pure checks on real folders) ------------------------------
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home" / "ana"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+def _store(path: Path) -> Path:
+    (path / "pack").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.mark.parametrize(
+    "place",
+    ["/", "/etc", "/etc/ssl", "/proc/self", "/sys", "/dev", "/run", "/var/run", "/root", "/home"],
+)
+def test_system_places_and_home_roots_are_refused(place: str) -> None:
+    assert refusal(Path(place)) is not None
+
+
+@pytest.mark.parametrize(
+    "inside", [".ssh", ".aws/objects", ".config/gh", ".local/share/kestrel", ".gnupg", ".docker"]
+)
+def test_a_homes_hidden_folders_and_the_home_itself_are_refused(home: Path, inside: str) -> None:
+    assert refusal(_store(home / inside)) is not None
+    assert refusal(_store(home)) is not None
+    assert refusal(home.parent) is not None
+
+
+def test_kestrels_data_and_what_holds_it_are_refused(tmp_path: Path, home: Path) -> None:
+    data = tmp_path / "data"
+    assert refusal(_store(data / "overlays" / "s1"), [data]) is not None
+    assert refusal(_store(tmp_path / "up"), [tmp_path / "up" / "data"]) is not None
+
+
+def test_an_object_store_in_a_project_is_allowed_and_a_plain_folder_is_not(
+    tmp_path: Path, home: Path
+) -> None:
+    assert refusal(_store(home / "code" / "proj" / ".git" / "objects")) is None
+    assert refusal(_store(tmp_path / "origin.git" / "objects")) is None
+    (tmp_path / "notes").mkdir()
+    assert refusal(tmp_path / "notes") == "not a git object directory"
+
+
+def test_alternates_files_are_read_like_git_and_bounded(tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws"
+    chain = [_store(tmp_path / f"s{i}") for i in range(MAX_DEPTH + 2)]
+    info = ws / ".git" / "objects" / "info"
+    info.mkdir(parents=True)
+    (ws / ".git" / "objects" / "pack").mkdir()
+    lines = ["# a comment", "", '"/quoted/path"', "../../../missing", f"../../../{chain[0].name}"]
+    (info / "alternates").write_text("\n".join(lines) + "\n")
+    for here, there in itertools.pairwise(chain):
+        (here / "info").mkdir()
+        (here / "info" / "alternates").write_text(f"{there}\n{here}\n")  # a loop back too
+    assert alternate_stores(ws) == chain[:MAX_DEPTH]
+    (info / "alternates").write_text(f"{ws / '.git' / 'objects'}\n{ws}\n")
+    assert alternate_stores(ws) == []
