@@ -1,6 +1,7 @@
 """Ordinary work inside the sandbox: package installs, a session's /tmp, git alternates.
 
-Real bubblewrap, real pip on a real project (six, MIT, in fixtures/six), real git.
+Real bubblewrap, real pip on a real project, real git. fixtures/six holds the files of six 1.17.0
+that `pip install -e .` needs, unchanged, with six's MIT licence beside them.
 """
 
 from __future__ import annotations
