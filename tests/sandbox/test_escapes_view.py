@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,20 @@ def _root_only(path: Path) -> Path:
     return path
 
 
+ETC_PLANTS = Path("/etc/kestrel-escape-test")
+"""Root-only files planted in /etc stay there: a sandbox starting in another test process
+mounts over each root-only file of /etc it found, and fails to start when one vanishes first."""
+
+
+def etc_plant(name: str) -> Path:
+    """A root-only file in /etc, made once and left (see ETC_PLANTS)."""
+    path = ETC_PLANTS / name
+    if not path.exists():
+        ETC_PLANTS.mkdir(mode=0o755, exist_ok=True)
+        _root_only(path)
+    return path
+
+
 @pytest.fixture
 def scene(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
     sandbox_required()
@@ -105,7 +120,7 @@ def scene(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
     _root_only(data / "sessions" / "other" / "transcript.jsonl")
     _root_only(outside / "key.pem")
     tag = f"kestrel-view-{os.getpid()}-{root.name}"
-    planted = [_root_only(Path("/etc") / tag), _root_only(Path("/var/lib") / tag / "secret")]
+    planted = [etc_plant("root-only.txt"), _root_only(Path("/var/lib") / tag / "secret")]
     planted.append(_root_only(outside / "root-only.txt"))
     unix_path = f"/run/{tag}.sock"
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -121,7 +136,6 @@ def scene(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
     for sock in (unix, abstract):
         sock.close()
     Path(unix_path).unlink(missing_ok=True)
-    planted[0].unlink(missing_ok=True)
     shutil.rmtree(planted[1].parent, ignore_errors=True)
     shutil.rmtree(root, ignore_errors=True)
 
@@ -266,12 +280,12 @@ def test_there_are_at_least_twenty_attacks() -> None:
 
 
 async def test_a_root_only_file_added_to_etc_later_is_masked_too(scene: Scene) -> None:
+    for old in ETC_PLANTS.glob("late-*"):  # left by earlier runs, long done
+        if time.time() - old.stat().st_mtime > 3600:
+            old.unlink()
     await run_in(scene, "true")  # the scan of /etc is now cached
-    late = _root_only(Path("/etc") / f"{scene.abstract_name}-late")
-    try:
-        result = await run_in(scene, f"cat {late}")
-    finally:
-        late.unlink()
+    late = etc_plant(f"late-{scene.abstract_name}")
+    result = await run_in(scene, f"cat {late}")
     assert result.exit_code != 0 and SECRET not in result.output
 
 
