@@ -19,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from kestrel import app
 from kestrel.sandbox.alternates import MAX_DEPTH, alternate_stores, refusal
 from kestrel.sandbox.base import ExecResult
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, mount_args
 from kestrel.sandbox.usability import PACKAGES_DIR, SandboxState, discard_state
+from kestrel.settings import Settings
+from kestrel.workspace.overlay import discard_layer, layer_for
 
 SIX = Path(__file__).parent / "fixtures" / "six"
 PYTHON = os.path.realpath(sys.executable)
@@ -341,3 +344,33 @@ def test_alternates_files_are_read_like_git_and_bounded(tmp_path: Path, home: Pa
     assert alternate_stores(ws) == chain[:MAX_DEPTH]
     (info / "alternates").write_text(f"{ws / '.git' / 'objects'}\n{ws}\n")
     assert alternate_stores(ws) == []
+
+
+# --- a session built by the app -----------------------------------------------------------
+
+
+async def test_a_sessions_executor_keeps_tmp_in_its_layer_until_the_layer_goes(
+    ws: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data)
+    tree = layer_for(data, "s1").tree  # a `copy` view: the workspace inside the data directory
+    tree.mkdir(parents=True)
+    first = app.executor_for(settings, tree, "s1")
+    assert isinstance(first, BwrapExecutor) and first.config.state is not None
+    wrote = await run(first, "echo from-s1 > /tmp/note && ls -A /tmp")
+    assert wrote.exit_code == 0, wrote.output
+    later = app.executor_for(settings, tree, "s1")
+    assert isinstance(later, BwrapExecutor)
+    assert (await run(later, "cat /tmp/note")).output == "from-s1\n"
+
+    other_tree = layer_for(data, "s2").tree
+    other_tree.mkdir(parents=True)
+    other = app.executor_for(settings, other_tree, "s2")
+    assert isinstance(other, BwrapExecutor)
+    state_root = layer_for(data, "s1").root / "sandbox"
+    seen = await run(other, f"cat /tmp/note {state_root}/tmp/note")
+    assert seen.exit_code != 0 and "from-s1\n" not in seen.output, seen.output
+    assert state_root.stat().st_mode & 0o777 == 0o700
+    discard_layer(layer_for(data, "s1"))
+    assert not state_root.exists()
