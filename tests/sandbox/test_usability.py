@@ -195,6 +195,24 @@ async def test_an_installed_programs_script_is_on_path(ws: Path, tmp_path: Path)
     assert ran.output == f"{PACKAGES_DIR}/bin/hello-tool\nhello tool ran\n", ran.output
 
 
+async def test_npm_global_installs_land_in_the_session(ws: Path, tmp_path: Path) -> None:
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    package = ws / "hello-js"
+    package.mkdir()
+    (package / "package.json").write_text(
+        '{"name": "hello-js", "version": "1.0.0", "bin": {"hello-js": "cli.js"}}\n'
+    )
+    (package / "cli.js").write_text("#!/usr/bin/env node\nconsole.log('hello js ran')\n")
+    (package / "cli.js").chmod(0o755)
+    one = session(ws, tmp_path / "one")
+    installed = await run(one, "npm install -g ./hello-js", timeout_s=120)
+    assert installed.exit_code == 0, installed.output
+    ran = await run(one, "cd / && hello-js")
+    assert ran.output == "hello js ran\n", ran.output
+    assert os.path.lexists(tmp_path / "one" / "packages" / "lib" / "node_modules" / "hello-js")
+
+
 async def test_a_venv_in_the_workspace_keeps_its_packages_to_itself(
     ws: Path, tmp_path: Path
 ) -> None:

@@ -123,6 +123,9 @@ def usability_environment(workspace: Path, *, offline: bool = True) -> dict[str,
         # the system's packages, which stay read-only whatever pip is told.
         "PIP_BREAK_SYSTEM_PACKAGES": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        # `npm install -g` too: the prefix's lib/node_modules and bin, beside pip's.
+        "NPM_CONFIG_PREFIX": PACKAGES_DIR,
+        "NPM_CONFIG_UPDATE_NOTIFIER": "false",
     }
     if offline:
         # pip reads a `no-` option from the environment as the value of its destination, so
