@@ -20,7 +20,7 @@ class ExecResult:
     timed_out: bool = False
     duration_ms: float = 0.0
     stopped_by: str | None = None
-    """Why Kestrel stopped the command before its deadline (a limit it broke), if it did."""
+    """The limit the command broke (a workspace quota), which stopped it if it still ran."""
 
 
 class Executor(Protocol):

@@ -45,8 +45,13 @@ class CommandGuard:
         if self._cgroup is not None:
             self._cgroup.kill()
 
-    def report(self, result: ExecResult, on_output: OutputSink | None) -> ExecResult:
-        """`result`, saying in its output why Kestrel stopped the command, if it did."""
+    async def report(self, result: ExecResult, on_output: OutputSink | None) -> ExecResult:
+        """`result`, saying in its output why Kestrel stopped the command, if it did, or which
+        limit it broke when it ended before a sample could catch it."""
+        quota = self._quota
+        if result.stopped_by is None and quota is not None:
+            over = await asyncio.to_thread(quota.check, force=True)
+            result = replace(result, stopped_by=over)
         if result.stopped_by is None:
             return result
         note = f"\n[kestrel] The command was stopped: {result.stopped_by}.\n"

@@ -42,9 +42,13 @@ def ulimit_script(limits: Limits, *, address_space: bool) -> str:
     `address_space` caps virtual memory per process, the fallback where no memory cgroup can be
     made: it is coarse (runtimes that reserve address space up front may fail) but bounded.
     """
+    file_size = limits.file_size_bytes
+    if limits.disk_bytes is not None:
+        # One file cannot outgrow the workspace quota by more than a little: the kernel stops it.
+        file_size = min(file_size, limits.disk_bytes + MiB)
     parts = [
         "-c 0",
-        f"-f {max(limits.file_size_bytes // 1024, 1)}",
+        f"-f {max(file_size // 1024, 1)}",
         f"-n {limits.open_files}",
         f"-u {limits.max_processes}",
     ]

@@ -80,10 +80,11 @@ class WorkspaceQuota:
         """Measure the folder as it is before the command: only growth past this counts."""
         self.baseline = disk_usage(self.folder).bytes
 
-    def check(self) -> str | None:
-        """Sample the folder; the reason to stop the command once it is over quota."""
+    def check(self, *, force: bool = False) -> str | None:
+        """Sample the folder (unless resting after a long scan, or `force`); the reason to stop
+        the command once it is over quota."""
         now = time.monotonic()
-        if now < self._rest_until:
+        if now < self._rest_until and not force:
             return None
         self.last = disk_usage(self.folder).bytes - self.baseline
         spent = time.monotonic() - now
