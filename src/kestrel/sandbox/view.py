@@ -9,6 +9,7 @@ else of the host appears: not `/run` (where services keep their sockets), `/var/
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -162,18 +163,26 @@ def path_mounts(
     name them too (never a home, a secret, /run...). One inside a listed toolchain of a home
     (`~/.pyenv/shims`) brings the whole toolchain, which its programs need."""
     found: list[Mount] = []
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
+    for place in _path_places(os.environ.get("PATH", ""), home, tuple(toolchains)):
+        if not covered(place, [*view, *found]):
+            found.append(Mount("ro", str(place), why="on PATH"))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _path_places(path: str, home: Path | None, toolchains: tuple[str, ...]) -> tuple[Path, ...]:
+    # Cached: resolving and checking each entry for every command costs more than the rest.
+    places: list[Path] = []
+    for entry in path.split(os.pathsep):
         if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
             continue
         place = _toolchain_of(_real(Path(entry)), toolchains)
-        if covered(place, [*view, *found]):
-            continue
         try:
             check_view_path(place, home=home, writable=False)
         except ViewError:
             continue
-        found.append(Mount("ro", str(place), why="on PATH"))
-    return found
+        places.append(place)
+    return tuple(dict.fromkeys(places))
 
 
 def _toolchain_of(place: Path, toolchains: Sequence[str]) -> Path:
@@ -204,7 +213,12 @@ def secret_masks(view: Sequence[Mount], home: Path | None, masked: Sequence[Path
 
 def covered(path: Path, view: Sequence[Mount]) -> bool:
     """Whether a bind of the host in `view` shows `path`."""
-    return any(m.kind in ("ro", "rw") and path.is_relative_to(m.target) for m in view)
+    # String prefixes: this runs for every command, and pathlib's comparison is slow.
+    text = str(path)
+    return any(
+        m.kind in ("ro", "rw") and (text == m.target or text.startswith(m.target.rstrip("/") + "/"))
+        for m in view
+    )
 
 
 def from_args(args: Sequence[str], why: str) -> list[Mount]:
