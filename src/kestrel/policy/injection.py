@@ -9,83 +9,29 @@ then on. Scanning is a screen, not a proof: it looks for the shapes such text us
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-_VERBS = (
-    r"(?:run|execute|exec|call|invoke|fetch|curl|wget|download|install|delete|remove|rm|send|"
-    r"upload|post|push|write|overwrite|open|read|cat|copy|export|print|reveal|disable|skip)"
+from kestrel.policy.injection_glyphs import hidden_tag_text
+from kestrel.policy.injection_patterns import (
+    ALL,
+    PIPE_GATES,
+    PIPE_TO_SHELL,
+    TAGS,
+    VOCATIVE,
+    Gates,
 )
-_ADDRESSEE = (
-    r"(?:ai|llm|agent|assistant|model|claude|codex|kestrel|copilot|cursor|gpt|chatgpt|bot)s?"
+from kestrel.policy.injection_views import (
+    JOIN,
+    View,
+    encoded_view,
+    escapes_view,
+    joined_view,
+    literal_view,
+    unicode_view,
+    whole,
 )
-_LINE_PREFIX = r"(?:[ \t]*\d+\t|[^\n:]{1,200}:\d+:[ \t]?)?"
-"""What tools put before a line of a file: `read_file`'s line number, `grep`'s `path:line:`."""
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "override",
-        re.compile(
-            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|"
-            r"of\s+)*(?:previous|prior|above|earlier|preceding|original|system|existing)\s+"
-            r"(?:instructions|prompts?|directions|rules|guidelines|messages|context)",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "new instructions",
-        re.compile(
-            r"\b(?:new|updated|real|actual|secret|hidden)\s+(?:system\s+)?instructions?\s*:",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "addressed to the agent",
-        re.compile(
-            rf"^{_LINE_PREFIX}[\s#/*;>-]*(?:{_ADDRESSEE}|system|note to {_ADDRESSEE})"
-            r"\s*[:>,-]\s*(?:please\s+)?"
-            rf"(?:you\s+(?:must|should)\s+)?(?:now\s+)?{_VERBS}\b",
-            re.IGNORECASE | re.MULTILINE,
-        ),
-    ),
-    (
-        "addressed to the agent",
-        re.compile(
-            rf"\b(?:{_ADDRESSEE})\s*,?\s+(?:must|should|are\s+(?:instructed|required)\s+to|"
-            rf"need\s+to|have\s+to|shall)\s+(?:now\s+|always\s+|immediately\s+|first\s+)?{_VERBS}\b",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "addressed to the agent",
-        re.compile(
-            rf"\b(?:important|attention|urgent)\s*[:!-]?\s*(?:for|to)\s+(?:the\s+|any\s+|all\s+)?"
-            rf"{_ADDRESSEE}\b",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "role markup",
-        re.compile(
-            r"<\|im_start\|>|<\|(?:system|assistant)\|>|<\s*/?\s*(?:system|assistant|"
-            r"system[_-]prompt|instructions)\s*>|\[/?INST\]",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "concealment",
-        re.compile(
-            r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|alert|show)\s+"
-            r"(?:the\s+)?(?:user|human|person|operator)\b",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "role change",
-        re.compile(
-            r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:a|an|in|the|my|free|allowed|unrestricted)\b",
-            re.IGNORECASE,
-        ),
-    ),
-)
+
 MAX_SCANNED = 2_000_000
 """Characters of one result that are scanned; a longer result is scanned up to here."""
 MAX_FINDINGS = 5
@@ -98,25 +44,94 @@ class Finding:
     kind: str
     line: int
     excerpt: str
+    decoding: str = ""
+    """What was undone to see it ("base64/hex decoded", "lines joined", ...); empty if nothing."""
 
     def describe(self) -> str:
-        """`kind, line N: "excerpt"`, for events and the model's framing note."""
-        return f'{self.kind}, line {self.line}: "{self.excerpt}"'
+        """`kind, line N (after ...): "excerpt"`, for events and the model's framing note."""
+        after = f" (after {self.decoding})" if self.decoding else ""
+        return f'{self.kind}, line {self.line}{after}: "{self.excerpt}"'
 
 
 def scan(text: str) -> list[Finding]:
-    """Findings in `text`, in order of position, at most `MAX_FINDINGS`."""
+    """Findings in `text`, in order of position, at most `MAX_FINDINGS`.
+
+    The text is read as it is and through views that undo disguises (see `injection_views`);
+    a line found in the plain text is reported as such, not again for a decoded view.
+    """
     body = text[:MAX_SCANNED]
     hits: dict[int, Finding] = {}
-    for kind, pattern in _PATTERNS:
-        for match in pattern.finditer(body):
-            line = body.count("\n", 0, match.start()) + 1
-            if line in hits:
-                continue
-            hits[line] = Finding(kind=kind, line=line, excerpt=_excerpt(body, match))
-            if len(hits) >= MAX_FINDINGS * 4:
-                break
+    for view in _views(body):
+        for finding in _scan_view(view):
+            hits.setdefault(finding.line, finding)
+        if len(hits) >= MAX_FINDINGS * 4:
+            break
+    for offset, hidden in hidden_tag_text(body):
+        line = body.count("\n", 0, offset) + 1
+        excerpt = _trim(hidden)
+        hits.setdefault(line, Finding(kind="hidden text", line=line, excerpt=excerpt))
     return [hits[line] for line in sorted(hits)][:MAX_FINDINGS]
+
+
+def _views(body: str) -> list[View]:
+    plain = whole(body, "")
+    folded = unicode_view(body)
+    base = folded or plain
+    views = [plain] if folded is None else [plain, folded]
+    makers: tuple[Callable[[str], View | None], ...] = (
+        escapes_view,
+        joined_view,
+        literal_view,
+        encoded_view,
+    )
+    for make in makers:
+        view = make(base.text)
+        if view is not None:
+            label = ", ".join(x for x in (base.decoding, view.decoding) if x)
+            views.append(View(view.text, label, view.starts, view.lines))
+    return views
+
+
+def _scan_view(view: View) -> list[Finding]:
+    found: list[Finding] = []
+    low = view.text.lower()
+    for kind, pattern, gates in ALL:
+        if not _passes(low, gates):
+            continue
+        for match in pattern.finditer(view.text):
+            found.append(_finding(view, kind, match))
+            if len(found) >= MAX_FINDINGS * 4:
+                return found
+    if not _passes(low, PIPE_GATES):
+        return found
+    for match in PIPE_TO_SHELL.finditer(view.text):
+        if _addressed(view.text, match):
+            found.append(_finding(view, "network-to-shell pipe addressed to the agent", match))
+    return found
+
+
+def _passes(low: str, gates: Gates) -> bool:
+    return all(any(word in low for word in group) for group in gates)
+
+
+def _addressed(text: str, match: re.Match[str]) -> bool:
+    """Whether the lines up to a pipe speak to the agent (a person's install line does not)."""
+    start = match.start()
+    for _ in range(3):
+        start = max(text.rfind("\n", 0, start - 1), 0)
+    start = max(start, match.start() - 600)
+    end = text.find("\n", match.end())
+    window = text[start : end if end != -1 else len(text)]
+    return VOCATIVE.search(window) is not None or any(p.search(window) for _, p, _ in TAGS)
+
+
+def _finding(view: View, kind: str, match: re.Match[str]) -> Finding:
+    return Finding(
+        kind=kind,
+        line=view.line_of(match.start()),
+        excerpt=_excerpt(view.text, match),
+        decoding=view.decoding,
+    )
 
 
 def frame(content: str, source: str, findings: list[Finding]) -> str:
@@ -137,6 +152,13 @@ def frame(content: str, source: str, findings: list[Finding]) -> str:
 def _excerpt(body: str, match: re.Match[str]) -> str:
     start = body.rfind("\n", 0, match.start()) + 1
     end = body.find("\n", match.end())
-    line = body[start : end if end != -1 else len(body)].strip()
-    line = " ".join(line.split())
+    stretch = body[start : end if end != -1 else len(body)]
+    if len(stretch) > 400:  # A long joined paragraph or line: show the part around the match.
+        left = max(match.start() - start - 60, 0)
+        stretch = stretch[left : left + 400]
+    return _trim(stretch)
+
+
+def _trim(text: str) -> str:
+    line = " ".join(text.replace(JOIN, " ").split())
     return line if len(line) <= 160 else line[:157] + "..."
