@@ -392,3 +392,22 @@ async def test_a_sessions_executor_keeps_tmp_in_its_layer_until_the_layer_goes(
     assert state_root.stat().st_mode & 0o777 == 0o700
     discard_layer(layer_for(data, "s1"))
     assert not state_root.exists()
+
+
+@pytest.mark.parametrize("link", ["relative", "absolute"])
+async def test_a_symlink_left_in_tmp_cannot_move_a_later_mount_point_onto_the_host(
+    ws: Path, tmp_path: Path, link: str
+) -> None:
+    if not ws.is_relative_to("/tmp"):
+        pytest.skip("the workspace must lie under /tmp for its mount point to be in /tmp")
+    target = tmp_path / "host-target"
+    target.mkdir()
+    parent = ws.parent
+    up = "../" * len(parent.parent.parts)  # from the link's folder up to bubblewrap's own root
+    pointer = f"{up}oldroot{target}" if link == "relative" else f"/oldroot{target}"
+    one = session(ws, tmp_path / "one")
+    planted = await run(one, f"mv {parent} {parent}.old && ln -s {pointer} {parent} && echo ok")
+    assert planted.output.endswith("ok\n"), planted.output
+    after = await run(one, "pwd && echo still works")
+    assert after.exit_code == 0 and after.output == f"{ws}\nstill works\n", after.output
+    assert list(target.iterdir()) == []

@@ -35,7 +35,7 @@ from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.quota import WorkspaceQuota
 from kestrel.sandbox.seccomp import filter_bytes
-from kestrel.sandbox.usability import SandboxState, usability_environment
+from kestrel.sandbox.usability import SandboxState, clear_mount_points, usability_environment
 from kestrel.sandbox.view import (
     PRIVATE_TMP,
     SYSTEM_TOOLCHAINS,
@@ -186,6 +186,7 @@ class BwrapExecutor:
             relay = [_python(), RELAY_SCRIPT, f"{PROXY_DIR}/{SOCKET_NAME}"]
         # The root is an empty tmpfs of bubblewrap's: read-only once every mount point exists.
         args += ["--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
+        clear_mount_points(self.config.state, args)
         return [*args, _bash(), "-c", script, "kestrel-sandbox", command, *relay]
 
     def _check_cwd(self, cwd: Path) -> Path:

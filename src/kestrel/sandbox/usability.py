@@ -24,7 +24,13 @@ from kestrel.sandbox.alternates import alternate_stores
 PRIVATE_TMP = "/tmp"  # noqa: S108 - the sandbox's own /tmp, shared with no other session
 """Where each command finds its temporary directory."""
 PACKAGES_DIR = "/tmp/.kestrel-packages"  # noqa: S108 - inside the sandbox's private /tmp
-"""The user base (`PYTHONUSERBASE`) that package installs land in, inside the sandbox."""
+"""The user base (`PYTHONUSERBASE`) that package installs land in, inside the sandbox. In a
+session it is a mount point in every command, so no command can replace it with a symlink."""
+
+_TWO_OPERANDS = frozenset(
+    {"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try"}
+)
+_ONE_OPERAND = frozenset({"--tmpfs", "--dir", "--dev", "--proc", "--mqueue"})
 
 
 class StateUnusable(RuntimeError):
@@ -101,13 +107,51 @@ def usability_mount_args(
 ) -> list[str]:
     """Extra bubblewrap arguments for `workspace`: the package directory, read-only binds of
     its git alternates (none of them inside `refused`, nor a secret or system place)."""
-    args: list[str] = []
-    if state is not None:
-        args += ["--bind", str(state.packages), PACKAGES_DIR]
+    args = ["--bind", str(state.packages), PACKAGES_DIR] if state else []
     refused = [*refused, *([state.root] if state is not None else [])]
     for store in alternate_stores(workspace, refused):
         args += ["--ro-bind", str(store), str(store)]
     return args
+
+
+def clear_mount_points(state: SandboxState | None, argv: Sequence[str]) -> None:
+    """Make sure bubblewrap can only create the mount points of `argv` that lie under the
+    session's /tmp inside that folder: drop symlinks (and other non-folders) on their way.
+
+    An earlier command could have left `/tmp/a -> ../../oldroot/etc` where a later mount point
+    (a workspace or object store under /tmp) needs `/tmp/a/b`: bubblewrap would follow it and
+    create folders or files on the host."""
+    if state is None or not state.keep_tmp:
+        return
+    tmp = Path(PRIVATE_TMP)
+    for target in mount_targets(argv):
+        place = Path(target)
+        if place == tmp or not place.is_relative_to(tmp):
+            continue
+        parts = place.relative_to(tmp).parts
+        here = state.tmp
+        for depth, part in enumerate(parts, start=1):
+            here = here / part
+            try:
+                mode = here.lstat().st_mode
+            except FileNotFoundError:
+                break
+            if stat.S_ISLNK(mode) or (depth < len(parts) and not stat.S_ISDIR(mode)):
+                here.unlink()
+                break
+
+
+def mount_targets(argv: Sequence[str]) -> list[str]:
+    """Where the mounts of a bubblewrap command line land inside the sandbox."""
+    targets: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg in _TWO_OPERANDS and i + 2 < len(argv):
+            targets.append(argv[i + 2])
+        elif arg in _ONE_OPERAND and i + 1 < len(argv):
+            targets.append(argv[i + 1])
+    return targets
 
 
 def usability_environment(workspace: Path, *, offline: bool = True) -> dict[str, str]:
