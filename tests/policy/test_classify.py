@@ -270,6 +270,14 @@ def test_sql_inside_a_shell_c_is_reported_once() -> None:
         (".husky/pre-push", "Husky"),
         (".git/HEAD", "git's own data"),
         ("src/../.git/index", "git's own data"),
+        (".gitmodules", "submodule list"),
+        (".git/info/attributes", "git attributes"),
+        (".git/commondir", "git's shared data"),
+        (".git/objects/info/alternates", "other object stores"),
+        (".git/modules/lib/config", "submodule's git data"),
+        (".git/worktrees/wt/gitdir", "linked worktree"),
+        ("vendor/lib/.git", "nested repository's .git"),
+        ("vendor/lib/.git/config", "nested repository's .git"),
     ],
 )
 def test_classify_paths_flags(path: str, reason: str) -> None:
@@ -293,3 +301,81 @@ def test_classify_paths_flags(path: str, reason: str) -> None:
 )
 def test_classify_paths_leaves_ordinary_files(path: str) -> None:
     assert classify_paths([path], root=ROOT) == []
+
+
+WRAPPED = [
+    "sudo {}",
+    "sudo -u deploy {}",
+    "env AWS_PROFILE=prod {}",
+    "nohup {} &",
+    "timeout 60 {}",
+    "nice -n 5 {}",
+    "time {}",
+    "command {}",
+    "exec {}",
+    "xargs {} < names.txt",
+    "bash -c '{}'",
+    'sh -c "{}"',
+    "eval '{}'",
+    "make build && {}",
+    "true || {}",
+    "echo start; {}",
+]
+INNER = [
+    ("kubectl delete ns shop", "Kubernetes ns shop"),
+    ("terraform destroy -auto-approve", "terraform destroy"),
+    ("aws s3 rb s3://old --force", "S3 bucket s3://old"),
+    ("gcloud projects delete demo", "gcloud projects delete demo"),
+    ("docker system prune -af", "docker system prune"),
+    ("redis-cli FLUSHALL", "FLUSHALL"),
+    ("shred /dev/sdb", "device /dev/sdb"),
+    ("truncate -s 0 /var/log/syslog", "system log /var/log/syslog"),
+    ("mv ~/.ssh /tmp/k", "SSH keys"),
+]
+
+
+@pytest.mark.parametrize("wrapper", WRAPPED)
+@pytest.mark.parametrize(("inner", "reason"), INNER)
+def test_wrappers_and_chains_do_not_hide_the_new_families(
+    wrapper: str, inner: str, reason: str
+) -> None:
+    found = dangers(wrapper.format(inner))
+    assert any(d.command == inner and reason in d.reason for d in found), found
+
+
+def test_a_reason_names_what_is_destroyed() -> None:
+    assert dangers("aws s3 rm s3://backups/2024 --recursive") == [
+        Danger(
+            command="aws s3 rm s3://backups/2024 --recursive",
+            reason="it deletes every object under s3://backups/2024 (aws s3 rm --recursive)",
+        )
+    ]
+    (found,) = dangers("kubectl -n prod scale deploy/web --replicas=0")
+    assert found.reason == "it scales deploy/web down to zero replicas, stopping it (kubectl scale)"
+
+
+@pytest.mark.parametrize(
+    ("line", "dangerous"),
+    [
+        ("cd ~/.ssh && rm id_rsa", True),
+        ("cd ~/.ssh && ls", False),
+        ("cd src && rm .ssh", False),
+        ("cd $WHERE && mv .aws old", True),
+        ("cd ~ && mv .kube kube.old", True),
+        ("cd ~ && mv notes.txt old.txt", False),
+    ],
+)
+def test_credential_folders_are_found_after_a_cd(line: str, dangerous: bool) -> None:
+    assert bool(dangers(line)) == dangerous
+
+
+def test_new_families_do_not_ask_whether_the_tree_is_dirty() -> None:
+    calls: list[int] = []
+
+    def dirty() -> bool:
+        calls.append(1)
+        return True
+
+    line = "kubectl delete ns x && aws s3 rb s3://b && dropdb prod && mv ~/.ssh /tmp"
+    assert len(classify_shell(parse_shell(line), root=ROOT, cwd=ROOT, dirty=dirty)) == 4
+    assert calls == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kestrel.policy.classify_files import home_secret
 from kestrel.policy.classify_scan import Scan, split
 from kestrel.policy.shell import SimpleCommand
 
@@ -74,7 +75,7 @@ def _docker_compose(command: SimpleCommand, scan: Scan) -> list[str]:
 
 _SENSITIVE = frozenset({"/", "/etc", "/root", "/home", "/proc", "/sys", "/dev", "/boot", "/var"})
 _SENSITIVE |= {"/usr", "/var/lib/docker", "/run", "~", "$HOME", "/lib", "/bin", "/sbin"}
-_SENSITIVE_UNDER = ("/etc/", "/root/", "/boot/", "/dev/", "/proc/", "/sys/", "~/.", "$HOME/.")
+_SENSITIVE_UNDER = ("/etc/", "/root/", "/boot/", "/dev/", "/proc/", "/sys/")
 _SOCKETS = ("docker.sock", "podman.sock", "containerd.sock")
 
 
@@ -133,6 +134,8 @@ def _mounted(option: str, value: str) -> str:
     source = source.rstrip("/") or ("/" if source else "")
     if source.endswith(_SOCKETS):
         return f"engine socket {source}, which controls the host"
+    if held := home_secret(source):
+        return f"{source} ({held.removeprefix('which holds ')})"
     if not readonly and (source in _SENSITIVE or source.startswith(_SENSITIVE_UNDER)):
         return f"{source} writable"
     return ""

@@ -4,6 +4,7 @@ workspace, and raw writes to block devices."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import PurePosixPath
 
@@ -112,7 +113,8 @@ _SECRETS = {
 }
 _HOME = re.compile(r"(~[^/]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(/.*)?")
 _VERBS = {"mv": "moves", "rm": "deletes", "rmdir": "deletes", "unlink": "deletes"}
-_VERBS |= {"shred": "shreds", "truncate": "empties"}
+_VERBS |= {"shred": "shreds", "truncate": "empties", "chmod": "changes the permissions of"}
+_VERBS |= {"chown": "changes the owner of", "chgrp": "changes the group of"}
 
 
 def secret_writes(command: SimpleCommand, scan: Scan) -> list[str]:
@@ -121,31 +123,52 @@ def secret_writes(command: SimpleCommand, scan: Scan) -> list[str]:
     verb = _VERBS.get(command.name, "overwrites")
     reasons = []
     for word in written(command):
-        held = _secret(word.rstrip("/"), scan)
+        held = _secret(word, scan)
         if held:
             reasons.append(f"it {verb} {word}, {held}")
     return reasons
 
 
-def _secret(word: str, scan: Scan) -> str:
-    match = _HOME.fullmatch(word)
-    if match is not None:
-        rest = (match[2] or "").lstrip("/")
-    elif scan.cwd is None and not word.startswith("/"):
-        rest = word  # after `cd ~` or `cd $DIR`: `.ssh` may well be the real one
-    else:
+def home_secret(word: str) -> str:
+    """What `word` holds when it names the home directory or a credential folder in it
+    (`~`, `~/.ssh`, `$HOME/.aws/credentials`, `~/.s*`, `~/.ssh{,.bak}`); "" otherwise."""
+    match = _HOME.fullmatch(word.rstrip("/") or word)
+    if match is None:
         return ""
-    rest = str(PurePosixPath(rest)) if rest else ""
-    if rest in ("", "."):
-        return (
-            "the home directory itself, with every credential and setting in it"
-            if (match is not None)
-            else ""
-        )
+    rest = [p for p in (match[2] or "").split("/") if p not in ("", ".")]
+    if not rest:
+        return "the home directory itself, with every credential and setting in it"
+    return _held(rest)
+
+
+def _secret(word: str, scan: Scan) -> str:
+    if held := home_secret(word):
+        return held
+    if scan.cwd is not None or word.startswith("/") or word.startswith("~") or "$" in word:
+        return ""
+    if _HOME.fullmatch(scan.cwd_word.rstrip("/") or "/"):  # after `cd ~/.ssh`
+        return home_secret(f"{scan.cwd_word.rstrip('/')}/{word}")
+    return _held([p for p in word.split("/") if p not in ("", ".")])  # after `cd $DIR`
+
+
+def _held(parts: list[str]) -> str:
+    """What a credential folder under home holds, when `parts` (a path below home, maybe with
+    globs or braces) is it, is inside it, or contains it."""
     for folder, what in _SECRETS.items():
-        if rest == folder or rest.startswith(folder + "/"):
+        names = folder.split("/")
+        common = min(len(names), len(parts))
+        if all(_matches(names[i], parts[i]) for i in range(common)):
             return f"which holds {what}"
     return ""
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """Whether the shell pattern `pattern` (globs, `{a,b}` braces) matches the dot-name `name`."""
+    if not any(c in pattern for c in "*?[{"):
+        return name == pattern
+    if not pattern.startswith((".", "{", "[")):
+        return False  # a glob matches a dot-name only when it starts with a dot
+    return fnmatch.fnmatchcase(name, re.sub(r"\{[^{}]*\}", "*", pattern))
 
 
 # -- logs ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kestrel.policy.classify_files import protected
 from kestrel.policy.classify_scan import Scan, split
 from kestrel.policy.shell import SimpleCommand, git_key_runs_code
 
@@ -27,7 +28,7 @@ def check_git(command: SimpleCommand, scan: Scan) -> list[str]:
     if sub == "push":
         return _push(letters, longs, operands)
     if sub == "config":
-        return _git_config(rest)
+        return _git_config(rest, scan)
     always = {
         "filter-branch": "it rewrites every commit of the branch (git filter-branch)",
         "filter-repo": "it rewrites the repository's whole history (git filter-repo)",
@@ -113,11 +114,15 @@ _CONFIG_WRITES |= {"--remove-section", "--rename-section"}
 _CONFIG_VALUE = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
 
 
-def _git_config(args: Sequence[str]) -> list[str]:
-    flags, operands, i = [], [], 0
+def _git_config(args: Sequence[str], scan: Scan) -> list[str]:
+    flags, operands, files, i = [], [], [], 0
     while i < len(args):
         if args[i].startswith("-"):
             flags.append(args[i])
+            if args[i] in ("-f", "--file") and i + 1 < len(args):
+                files.append(args[i + 1])
+            elif args[i].startswith("--file="):
+                files.append(args[i].partition("=")[2])
             i += 1 + (args[i] in _CONFIG_VALUE)
         else:
             operands.append(args[i])
@@ -138,4 +143,13 @@ def _git_config(args: Sequence[str]) -> list[str]:
         return [f"it changes git configuration for {where} (git config {scope} {key})".strip()]
     if git_key_runs_code(key):
         return [f"it sets git config {key}, which makes later git commands run a program"]
-    return []
+    return [r for f in files if (r := _config_file(f, scan))]
+
+
+def _config_file(word: str, scan: Scan) -> str:
+    """Why `git config --file FILE` writing FILE matters: git metadata, or a file outside."""
+    path = scan.resolve(word)
+    if path is not None and scan.inside(path):
+        what = protected(path.relative_to(scan.root).as_posix())
+        return f"it writes {word} with git config, {what}" if what else ""
+    return f"it writes the git config file {word}, outside the workspace"

@@ -27,6 +27,8 @@ class Scan:
         self.commands = commands
         self.root = root
         self.cwd: PurePosixPath | None = cwd
+        self.cwd_word = ""
+        """The last `cd` target as written, when it is not known where it leads (`~/.ssh`)."""
         self._probe = dirty
         self._dirty: bool | None = None
         self.holders = {c.parent for c in commands if c.via in ("wrapper", "inline-code")}
@@ -54,8 +56,9 @@ class Scan:
         if command.name in ("cd", "pushd"):
             operands = [w for w in command.words[1:] if not (w.startswith("-") and len(w) > 1)]
             self.cwd = self.resolve(operands[0]) if operands else None
+            self.cwd_word = (operands[0] if operands else "~") if self.cwd is None else ""
         elif command.name == "popd":
-            self.cwd = None
+            self.cwd, self.cwd_word = None, ""
 
     def parent_name(self, command: SimpleCommand) -> str:
         """The name of the command that holds `command` ("" at the top)."""
