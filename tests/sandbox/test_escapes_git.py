@@ -308,3 +308,20 @@ git add plant && echo ADDED
     assert not (ws / "plant" / ".git" / "config").exists()
     assert (ws / "plant" / ".git" / f"config{BLOCKED_SUFFIX}").exists()
     host_side_git_runs(repo, ws)
+
+
+async def test_a_planted_commondir_cannot_hide_a_new_gitlink(repo: Repo) -> None:
+    ws = repo.ws
+    result = await attack(
+        repo,
+        """
+git init -q plant && (cd plant && git -c user.name=a -c user.email=a@b commit -q \
+  --allow-empty -m x) && evil_config plant/.git/config && echo change > plant/file
+git add plant && git init -q --bare evil/common && evil_config evil/common/config
+echo "$PWD/evil/common" > .git/commondir && echo PLANTED
+""",
+    )
+    assert "PLANTED" in result.output
+    assert not (ws / ".git" / "commondir").exists()
+    assert not (ws / "plant" / ".git" / "config").exists()
+    host_side_git_runs(repo, ws)

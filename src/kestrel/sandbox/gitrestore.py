@@ -71,16 +71,22 @@ class GitFiles:
         Paths that became guarded during the command (a new submodule's `.git` file, a new
         module directory's config) count as absent before it.
         """
-        after = protected_paths(self.root)
-        put_back: list[str] = []
-        for path in dict.fromkeys([*self._before, *after]):
+        put_back = self._put_back(list(self._before))
+        # Listed only once the recorded files are back, so that a planted `commondir` cannot
+        # hide the gitlinks added beside it.
+        new = [path for path in protected_paths(self.root) if path not in self._before]
+        return put_back + self._put_back(new)
+
+    def _put_back(self, paths: list[Path]) -> list[str]:
+        done: list[str] = []
+        for path in paths:
             was = self._before.get(path)
             if _capture(path) == was:
                 continue
             rel = path.relative_to(self.root)
             _put(self.root, rel.parts, was)
-            put_back.append(rel.as_posix())
-        return put_back
+            done.append(rel.as_posix())
+        return done
 
     def report(self, result: ExecResult, on_output: OutputSink | None) -> ExecResult:
         """Restore, and add a note naming what was put back to `result`'s output."""
