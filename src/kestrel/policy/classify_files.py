@@ -185,20 +185,24 @@ def log_writes(command: SimpleCommand, scan: Scan) -> list[str]:
     appends = command.name == "tee" and any(w in ("-a", "--append") for w in command.words)
     if command.name in _LOG_ERASERS and not appends:
         words += written(command)
-    words += _found_logs(command, scan)
-    reasons = []
-    for word in dict.fromkeys(words):
-        path = scan.resolve(word)
-        is_log = word.endswith(".log") or ".log." in word or "/log/" in word or "/logs/" in word
-        if path is None:
-            if is_log and (word.startswith("~") or "$" in word):
-                reasons.append(f"it empties or deletes the log {word} outside the workspace")
-            continue
-        if any(path.is_relative_to(d) for d in _LOG_DIRS):
-            reasons.append(f"it empties or deletes the system log {word}, the machine's record")
-        elif is_log and not scan.inside(path) and not any(path.is_relative_to(d) for d in _SCRATCH):
-            reasons.append(f"it empties or deletes the log {word} outside the workspace")
-    return reasons
+    reasons = [_log(word, scan, "the log", "the system log") for word in dict.fromkeys(words)]
+    for start in _found_logs(command, scan):
+        reasons.append(_log(start, scan, "logs found in", "system logs found in"))
+    return [r for r in reasons if r]
+
+
+def _log(word: str, scan: Scan, what: str, system: str) -> str:
+    path = scan.resolve(word)
+    is_log = word.endswith(".log") or ".log." in word or "/log/" in word or "/logs/" in word
+    if path is None:
+        if is_log and (word.startswith("~") or "$" in word):
+            return f"it empties or deletes {what} {word} outside the workspace"
+        return ""
+    if any(path.is_relative_to(d) for d in _LOG_DIRS):
+        return f"it empties or deletes {system} {word}, the machine's record"
+    if is_log and not scan.inside(path) and not any(path.is_relative_to(d) for d in _SCRATCH):
+        return f"it empties or deletes {what} {word} outside the workspace"
+    return ""
 
 
 def _found_logs(command: SimpleCommand, scan: Scan) -> list[str]:
