@@ -114,9 +114,10 @@ def _git_global(words: Sequence[str], i: int) -> list[Effect]:
     if option == "--exec-path" and eq:
         return [_effect("runs-code", f"`git --exec-path={value}` runs git commands from there", i)]
     if option in ("-c", "--config-env") or (option.startswith("-c") and len(option) > 2):
-        pair = words[i + 1] if option in ("-c", "--config-env") and not eq else arg[2:]
+        following = words[i + 1] if i + 1 < len(words) else ""
+        pair = following if option in ("-c", "--config-env") and not eq else arg[2:]
         if option == "--config-env":
-            pair = value or (words[i + 1] if i + 1 < len(words) else "")
+            pair = value or following
         key = pair.partition("=")[0]
         if git_key_runs_code(key) or key.lower().startswith(("core.", "include.", "includeif.")):
             return [_effect("runs-code", f"`git -c {key}=` can make git run a program", i)]

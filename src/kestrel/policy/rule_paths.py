@@ -37,7 +37,7 @@ def _path_forms(raw: str, root: Path) -> list[Path]:
     forms = [lexical]
     try:
         real = lexical.resolve()
-    except OSError:
+    except (OSError, ValueError):  # a loop, or a NUL in the name
         return forms
     if real != lexical:
         forms.append(real)

@@ -21,7 +21,9 @@ writes them. A denied read also denies editing the same file, since an edit show
 
 from __future__ import annotations
 
+import functools
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,7 +133,7 @@ def _whole_line_rule(text: str, tool: str, spec: str | None, form: Form, origin:
         raise RuleError(f"{text!r}: {tool}(...) needs a command, e.g. {tool}(cat)")
     if form == "regex":
         try:
-            re.compile(body)
+            _regex(body)
         except re.error as exc:
             raise RuleError(f"{text!r}: not a regular expression ({exc})") from None
     if form == "heredoc":
@@ -315,7 +317,7 @@ def _applies(rule: Rule, subject: CallSubject, part: _Part, home: Path, *, deny:
         if rule.form == "exact":
             return spec == part.text.strip()
         if rule.form == "regex":
-            return re.fullmatch(spec, part.text) is not None
+            return _regex(spec).fullmatch(part.text) is not None
         return rule.exact and " ".join(spec.split()) == " ".join(part.text.split())
     if spec is None:
         return True
@@ -328,6 +330,13 @@ def _applies(rule: Rule, subject: CallSubject, part: _Part, home: Path, *, deny:
     if part.aspect == "url":
         return domain_matches(spec, part.text)
     return False
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(spec: str) -> re.Pattern[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "possible nested set" and the like
+        return re.compile(spec)
 
 
 def _names(rule: Rule, part: _Part) -> bool:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser, Tree
 
-from kestrel.policy.shell_heredoc import read_heredocs
+from kestrel.policy.shell_certainty import code_word, heredocs_agree, odd_node, split_redirect
 from kestrel.policy.shell_options import (
     _inline_code,
     _options,
@@ -19,10 +18,10 @@ from kestrel.policy.shell_options import (
     is_interpreter,
     reads_program_from_stdin,
 )
+from kestrel.policy.shell_types import Risk, RiskKind, ShellParse, SimpleCommand, Via
 from kestrel.policy.shell_words import (
     _DYNAMIC,
     Redirect,
-    _base,
     _descendants,
     _gap_words,
     _kids,
@@ -47,72 +46,12 @@ __all__ = [
     "reads_program_from_stdin",
 ]
 
-RiskKind = Literal[
-    "substitution",
-    "process-substitution",
-    "eval",
-    "source",
-    "inline-code",
-    "heredoc",
-    "pipe-to-interpreter",
-    "dynamic-command",
-    "function-definition",
-    "syntax-error",
-]
-Via = Literal["top", "substitution", "process-substitution", "wrapper", "inline-code"]
-"""How a command was reached: directly, inside `$(..)`/backticks, inside `<(..)`/`>(..)`,
-unwrapped from a wrapper (`sudo`, `timeout`, `find -exec`), or parsed from inline code
-(`sh -c`, `eval`)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SimpleCommand:
-    """One command that could run: its words with quotes removed, and where it sits."""
-
-    words: tuple[str, ...]
-    assignments: tuple[str, ...]
-    text: str
-    redirects: tuple[Redirect, ...]
-    dynamic: bool
-    """Some word is only known at run time ($VAR, $(..)); globs do not count."""
-    pipeline: int
-    stage: int
-    nested: bool
-    parent: int | None = None
-    """Index in `ShellParse.commands` of the command that holds this one (its wrapper, the
-    command whose word holds the substitution, the shell given the inline code)."""
-    via: Via = "top"
-
-    @property
-    def name(self) -> str:
-        """The command's base name (`/usr/bin/rm` -> `rm`), "" when there are no words."""
-        return _base(self.words[0]) if self.words else ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Risk:
-    """A construct that hides what will run from someone reading the command."""
-
-    kind: RiskKind
-    detail: str
-    command: int | None = None
-    """Index in `ShellParse.commands` of the command the construct belongs to, when known."""
-    at: int | None = None
-    """For inline code: the index of the first word that makes the command run code."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShellParse:
-    """A parsed command line: its simple commands in source order, and its risky constructs."""
-
-    source: str
-    commands: tuple[SimpleCommand, ...]
-    risks: tuple[Risk, ...]
-
 
 def parse_shell(command: str) -> ShellParse:
     """Every simple command `command` could run, and the constructs that hide them."""
     walker = _Walker()
+    if "\x00" in command:  # no shell can be handed it: what runs is anyone's guess
+        walker.risks.append(Risk(kind="syntax-error", detail="a NUL character in the command"))
     walker.run(command, _Ctx(), depth=0)
     return ShellParse(source=command, commands=tuple(walker.commands), risks=tuple(walker.risks))
 
@@ -154,6 +93,7 @@ class _Ctx:
 
 _REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect"})
 _HEREDOC_PARTS = frozenset({"heredoc_start", "heredoc_body", "heredoc_end", "file_redirect"})
+_RESERVED = frozenset({"fi", "then", "done", "do", "else", "elif", "esac", "in", "}", ";;", "]]"})
 _PSEUDO = frozenset({"declaration_command", "unset_command", "test_command"})
 
 
@@ -168,13 +108,23 @@ class _Walker:
     def run(self, code: str, ctx: _Ctx, depth: int) -> None:
         src = code.encode("utf-8", "replace")
         root = _parse(src).root_node
-        if b"<<" in src and not _heredocs_agree(code, root):
+        if b"<<" in src and not heredocs_agree(code, root):
             self._risk("syntax-error", "its heredocs could not be read with certainty")
+        if b"\n" in src and split_redirect(root, src):
+            self._risk("syntax-error", "a redirection whose target is on the next line")
+        odd = odd_node(root)
+        if odd is not None:
+            self._risk("syntax-error", odd)
+        seen = len(self.risks)
         # An explicit stack: `a && b && ...` nests one level per operator.
         stack = [(root, ctx)]
         while stack:
             node, at = stack.pop()
             stack.extend(reversed(self._visit(node, at, src, depth)))
+        unread = any(r.kind == "syntax-error" for r in self.risks[seen:])
+        if root.has_error and not unread:
+            # A missing quote or parenthesis deep inside a word: tree-sitter patched it up.
+            self._risk("syntax-error", "an unclosed quote, bracket or construct")
 
     def _risk(
         self, kind: RiskKind, detail: str, command: int | None = None, at: int | None = None
@@ -345,7 +295,7 @@ class _Walker:
         job.spans.append((lo, hi, index))
         if not seg:
             return index
-        self._check(command, index, seg, place, job.depth)
+        self._check(command, index, seg, place, job)
         if level >= _MAX_UNWRAP:
             return index
         for a, b, inner_assignments, from_input in _wrapped(command.words):
@@ -358,12 +308,18 @@ class _Walker:
         return index
 
     def _check(
-        self, command: SimpleCommand, index: int, seg: list[_Word], place: _Ctx, depth: int
+        self, command: SimpleCommand, index: int, seg: list[_Word], place: _Ctx, job: _Emit
     ) -> None:
         """Record the risks of one command, and parse code it runs from its command line."""
+        depth = job.depth
         name, words, short = command.name, command.words, _short(command.text)
         if seg[0].dynamic:
             self._risk("dynamic-command", f"command name {seg[0].value} is only known at run time")
+        if (
+            seg[0].value in _RESERVED
+            and job.src[seg[0].start : seg[0].end] == seg[0].value.encode()
+        ):
+            self._risk("syntax-error", f"the reserved word {seg[0].value} where a command belongs")
         code: str | None = None
         via: Via = "inline-code"
         if name == "eval":
@@ -379,7 +335,7 @@ class _Walker:
         found = _inline_code(words)
         if found is not None:
             what, at = found
-            self._risk("inline-code", f"{what}: {short}", index, _code_word(words))
+            self._risk("inline-code", f"{what}: {short}", index, code_word(words))
             if at is not None and at < len(seg) and not seg[at].dynamic:
                 code = words[at]
         if place.stage > 0 and reads_program_from_stdin(words):
@@ -434,30 +390,6 @@ class _Emit:
     src: bytes
     depth: int
     spans: list[tuple[int, int, int]]
-
-
-def _heredocs_agree(code: str, root: Node) -> bool:
-    """Whether tree-sitter's heredocs are the ones a line-by-line reading finds."""
-    mine = read_heredocs(code)
-    if mine is None or not all(h.closed for h in mine):
-        return False
-    nodes = sorted(
-        (n for n in _descendants(root) if n.type == "heredoc_redirect"), key=lambda n: n.start_byte
-    )
-    theirs = [r for n in nodes for r in _redirects(n) if r.op in ("<<", "<<-")]
-    if len(theirs) != len(mine):
-        return False
-    return all(
-        (r.target, r.body) == (h.delimiter, h.body) for r, h in zip(theirs, mine, strict=True)
-    )
-
-
-def _code_word(words: tuple[str, ...]) -> int:
-    """The index of the first word that makes `words` run inline code (`-c` in `python -c`)."""
-    for k in range(1, min(len(words), 64)):
-        if _inline_code(words[: k + 1]) is not None:
-            return k
-    return 1
 
 
 def _owner(spans: list[tuple[int, int, int]], word: int, top: int) -> int:

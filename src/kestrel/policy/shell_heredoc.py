@@ -107,9 +107,7 @@ def _delimiter(source: str, i: int) -> tuple[str, bool, int] | None:
     return "".join(word), quoted, i
 
 
-def _bodies(
-    source: str, i: int, pending: list[tuple[str, bool, bool]], out: list[Heredoc]
-) -> int:
+def _bodies(source: str, i: int, pending: list[tuple[str, bool, bool]], out: list[Heredoc]) -> int:
     """Read the bodies of `pending` heredocs from line start `i`; return where reading ends."""
     for delimiter, quoted, strip in pending:
         lines: list[str] = []

@@ -103,7 +103,7 @@ def written_outside(
 def _judge(raw: str, cwds: list[Path | None], places: Places) -> str | None:
     if raw in _HARMLESS:
         return None
-    if not raw:
+    if not raw or "\x00" in raw:
         return "to a file only known when the command runs"
     for cwd in cwds:
         path = expand_word(raw, cwd, places)
