@@ -18,12 +18,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from kestrel import app
+from kestrel.cli.sandbox_cmd import sandbox_app
 from kestrel.sandbox.alternates import MAX_DEPTH, alternate_stores, refusal
 from kestrel.sandbox.base import ExecResult
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, mount_args
-from kestrel.sandbox.usability import PACKAGES_DIR, SandboxState, discard_state
+from kestrel.sandbox.usability import (
+    PACKAGES_DIR,
+    SandboxState,
+    discard_state,
+    workspace_state,
+)
 from kestrel.settings import Settings
 from kestrel.workspace.overlay import discard_layer, layer_for
 
@@ -411,3 +419,23 @@ async def test_a_symlink_left_in_tmp_cannot_move_a_later_mount_point_onto_the_ho
     after = await run(one, "pwd && echo still works")
     assert after.exit_code == 0 and after.output == f"{ws}\nstill works\n", after.output
     assert list(target.iterdir()) == []
+
+
+def test_sandbox_run_keeps_packages_per_workspace_and_a_fresh_tmp(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setenv("KESTREL_DATA_DIR", str(data))
+    cli = typer.Typer()
+    cli.add_typer(sandbox_app, name="sandbox")
+    runner = CliRunner()
+
+    def sandbox_run(command: str) -> str:
+        done = runner.invoke(cli, ["sandbox", "run", "--workspace", str(ws), "--", command])
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    sandbox_run(f"mkdir -p {PACKAGES_DIR}/lib && touch {PACKAGES_DIR}/lib/kept /tmp/gone")
+    assert sandbox_run(f"ls {PACKAGES_DIR}/lib; test -e /tmp/gone || echo no") == "kept\nno\n"
+    state = workspace_state(data, ws)
+    assert (state.packages / "lib" / "kept").is_file() and not state.tmp.exists()

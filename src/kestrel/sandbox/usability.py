@@ -68,7 +68,7 @@ def workspace_state(data_dir: Path, workspace: Path) -> SandboxState:
 
 def prepare_state(state: SandboxState) -> None:
     """Create the state's directories, readable by their owner only."""
-    for folder in (state.root, state.tmp, state.packages):
+    for folder in (state.root, *([state.tmp] if state.keep_tmp else []), state.packages):
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             info = folder.lstat()
