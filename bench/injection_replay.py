@@ -43,7 +43,9 @@ def git(repo: str, *args: str) -> str:
 
 def tool_results(repo: str, commit: str, folder: str, ids: list[str] | None) -> Iterator[str]:
     """The output of every command of the chosen runs, in order."""
-    names = ids or git(repo, "ls-tree", "--name-only", f"{commit}:{folder}/trajs").split()
+    listing = git(repo, "ls-tree", f"{commit}:{folder}/trajs").splitlines()
+    runs = [row.split("\t", 1)[1] for row in listing if row.split()[1] == "tree"]
+    names = ids or runs
     for name in names:
         try:
             raw = git(repo, "show", f"{commit}:{folder}/trajs/{name}/{name}.traj.json")
@@ -71,12 +73,13 @@ def checkout_files(root: Path) -> Iterator[str]:
             continue
 
 
-def measure(texts: Iterator[str]) -> None:
-    """Scan every text and print counts, flags and timings."""
+def measure(texts: Iterator[str], cut: int | None) -> None:
+    """Scan every text (its first `cut` characters if given) and print counts, flags, timings."""
     times: list[float] = []
     size = 0
     flagged = 0
-    for text in texts:
+    for whole in texts:
+        text = whole[:cut] if cut else whole
         started = time.thread_time()
         findings = scan(text)
         times.append((time.thread_time() - started) * 1000)
@@ -131,13 +134,16 @@ def main() -> None:
     parser.add_argument("--commit", default=COMMIT)
     parser.add_argument("--folder", default=FOLDER)
     parser.add_argument("--files", type=Path, help="scan every text file under this folder")
+    parser.add_argument(
+        "--cut", type=int, help="scan only the first N characters, as a tool result is shaped"
+    )
     parser.add_argument("--no-worst", action="store_true", help="skip the synthetic worst cases")
     args = parser.parse_args()
     if args.files is not None:
-        measure(checkout_files(args.files))
+        measure(checkout_files(args.files), args.cut)
     elif args.trajs:
         ids = args.ids_file.read_text().split() if args.ids_file else None
-        measure(tool_results(args.trajs, args.commit, args.folder, ids))
+        measure(tool_results(args.trajs, args.commit, args.folder, ids), args.cut)
     else:
         parser.error("give --trajs or --files")
     if not args.no_worst:

@@ -24,6 +24,7 @@ from kestrel.policy.injection_patterns import (
 from kestrel.policy.injection_views import (
     JOIN,
     View,
+    changed_lines,
     encoded_view,
     escapes_view,
     joined_view,
@@ -77,7 +78,10 @@ def _views(body: str) -> list[View]:
     plain = whole(body, "")
     folded = unicode_view(body)
     base = folded or plain
-    views = [plain] if folded is None else [plain, folded]
+    views = [plain]
+    changed = changed_lines(body, folded.text, folded.decoding) if folded else None
+    if changed is not None:
+        views.append(changed)
     makers: tuple[Callable[[str], View | None], ...] = (
         escapes_view,
         joined_view,
