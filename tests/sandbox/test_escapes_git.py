@@ -11,6 +11,8 @@ sandbox must still work.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -325,3 +327,21 @@ echo "$PWD/evil/common" > .git/commondir && echo PLANTED
     assert not (ws / ".git" / "commondir").exists()
     assert not (ws / "plant" / ".git" / "config").exists()
     host_side_git_runs(repo, ws)
+
+
+async def test_a_cancelled_command_is_checked_too(repo: Repo) -> None:
+    ws = repo.ws
+    planted = ws / ".git" / "commondir"
+    task = asyncio.ensure_future(
+        sandbox(ws).run(f"echo {ws}/evil > .git/commondir; sleep 60", cwd=ws, timeout_s=120)
+    )
+    for _ in range(400):
+        if planted.exists() or task.done():
+            break
+        await asyncio.sleep(0.05)
+    assert planted.exists()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert not planted.exists()
+    assert (ws / ".git" / f"commondir{BLOCKED_SUFFIX}").exists()

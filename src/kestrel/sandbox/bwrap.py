@@ -127,13 +127,13 @@ class BwrapExecutor:
         procs = cgroup.create() if cgroup else []
         capped_memory = cgroup is not None and "memory" in cgroup.dirs
         guard = CommandGuard(cgroup, self._quota())
+        git_files = GitFiles.take(self.workspace)
         read_fd, write_fd = os.pipe()
         mark = len(self.proxy.denied) if self.proxy else 0
         try:
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(filter_bytes())
             argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
-            git_files = GitFiles.take(self.workspace)
             argv[1:1] = guard.bwrap_args()
             await guard.start()
             result = await self._runner.run(
@@ -159,6 +159,7 @@ class BwrapExecutor:
             return result
         finally:
             os.close(read_fd)
+            git_files.settle()
             await guard.close()
 
     def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -57,6 +57,7 @@ class GitFiles:
     def __init__(self, root: Path, before: dict[Path, _Node]) -> None:
         self.root = root
         self._before = before
+        self._settled = False
 
     @classmethod
     def take(cls, workspace: Path) -> GitFiles:
@@ -71,11 +72,17 @@ class GitFiles:
         Paths that became guarded during the command (a new submodule's `.git` file, a new
         module directory's config) count as absent before it.
         """
+        self._settled = True
         put_back = self._put_back(list(self._before))
         # Listed only once the recorded files are back, so that a planted `commondir` cannot
         # hide the gitlinks added beside it.
         new = [path for path in protected_paths(self.root) if path not in self._before]
         return put_back + self._put_back(new)
+
+    def settle(self) -> None:
+        """Restore unless done already: for a command that was cancelled or failed to run."""
+        if not self._settled:
+            self.restore()
 
     def _put_back(self, paths: list[Path]) -> list[str]:
         done: list[str] = []
