@@ -30,8 +30,12 @@ def _lines(name: str) -> list[str]:
 
 
 def _dangerous() -> list[tuple[str, str]]:
-    cases = []
+    cases: list[tuple[str, str]] = []
     for line in _lines("classify_dangerous.txt"):
+        if line.startswith("... "):
+            command, reason = cases.pop()
+            cases.append((f"{command}\n{line[4:]}", reason))
+            continue
         reason, sep, command = line.partition(" :: ")
         assert sep, f"a line of classify_dangerous.txt lacks ' :: ': {line!r}"
         cases.append((command, reason))

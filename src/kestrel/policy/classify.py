@@ -24,11 +24,13 @@ from kestrel.policy.classify_files import (
     secret_writes,
 )
 from kestrel.policy.classify_git import check_git
+from kestrel.policy.classify_inline import embedded_commands
 from kestrel.policy.classify_scan import Check, Scan, find_starts, normal, outside, split
 from kestrel.policy.shell import (
     ShellParse,
     SimpleCommand,
     is_interpreter,
+    parse_shell,
     reads_program_from_stdin,
 )
 
@@ -52,6 +54,13 @@ def classify_shell(
     for index, command in enumerate(parsed.commands):
         for text, reason in _dangers(command, index, scan):
             found.setdefault((text, reason), Danger(command=text, reason=reason))
+        for line in embedded_commands(command):
+            here = Path(scan.cwd) if scan.cwd is not None else root
+            for inner in classify_shell(parse_shell(line), root=root, cwd=here, dirty=scan.dirty):
+                reason = f"{inner.reason} (a command its {command.name} code runs)"
+                found.setdefault(
+                    (command.text, reason), Danger(command=command.text, reason=reason)
+                )
         scan.follow(command)
     return list(found.values())
 

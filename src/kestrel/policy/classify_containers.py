@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kestrel.policy.classify_files import home_secret
+from kestrel.policy.classify_files import DISK, home_secret
 from kestrel.policy.classify_scan import Scan, split
 from kestrel.policy.shell import SimpleCommand
 
@@ -95,6 +95,8 @@ def _host_access(tool: str, sub: str, args: Sequence[str]) -> list[str]:
             reasons.append(f"it gives the container {value}, enough to take over the host")
         elif option == "--security-opt" and ("unconfined" in value or value == "label=disable"):
             reasons.append(f"it turns off the container's confinement (--security-opt {value})")
+        elif option == "--device" and DISK.match(value):
+            reasons.append(f"it gives the container the host's disk {value.split(':')[0]}")
         elif option in ("-v", "--volume", "--mount") and (source := _mounted(option, value)):
             reasons.append(f"it mounts the host's {source} into the container ({option} {value})")
     return reasons
@@ -103,13 +105,13 @@ def _host_access(tool: str, sub: str, args: Sequence[str]) -> list[str]:
 def _options(args: Sequence[str]) -> list[tuple[str, str]]:
     """(option, value) pairs of a run command line: `--pid=host`, `--pid host`, `-v/:/x`."""
     takes = {"--pid", "--userns", "--ipc", "--uts", "--cap-add", "--security-opt", "-v"}
-    takes |= {"--volume", "--mount"}
+    takes |= {"--volume", "--mount", "--device"}
     out, i = [], 0
     while i < len(args):
         arg = args[i]
         name, eq, value = arg.partition("=")
         if arg.startswith("-v") and len(arg) > 2 and not arg.startswith("--"):
-            out.append(("-v", arg[2:]))
+            out.append(("-v", arg[2:].removeprefix("=")))
         elif eq and name in takes:
             out.append((name, value))
         elif arg in takes and i + 1 < len(args):

@@ -59,9 +59,8 @@ def _client_text(command: SimpleCommand, scan: Scan) -> list[str]:
 
 
 def _redis(command: SimpleCommand, scan: Scan) -> list[str]:
-    own = {w.upper() for w in command.words[1:]} & {"FLUSHALL", "FLUSHDB", "SHUTDOWN"}
-    fed = _client_text(command, scan)[len(command.words) - 1 :]
-    hits = own | {m[1].upper() for t in fed for m in _REDIS_WIPE.finditer(t)}
+    texts = _client_text(command, scan)  # EVAL "redis.call('flushall')" counts too
+    hits = {m[1].upper() for t in texts for m in _REDIS_WIPE.finditer(t)}
     what = {"FLUSHALL": "deletes every key in every database", "FLUSHDB": "deletes every key"}
     what["SHUTDOWN"] = "shuts the server down"
     return [f"it {what[h]} of the Redis server ({h})" for h in sorted(hits)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from kestrel.policy.classify_scan import Scan, split
@@ -71,7 +72,7 @@ def written(command: SimpleCommand) -> list[str]:
     name, args = command.name, command.words[1:]
     takes = _TRUNCATE_VALUE if name == "truncate" else frozenset()
     flags, operands = split(args, takes)
-    if name == "tee" or name in _TOUCHERS or name == "mv":
+    if name == "tee" or name in _TOUCHERS or name == "mv" or _removes_sources(name, args):
         out += operands
     elif name in _TAKES_FIRST:
         out += operands[1:]
@@ -87,6 +88,13 @@ def written(command: SimpleCommand) -> list[str]:
     elif name == "dd":
         out += [a[3:] for a in args if a.startswith("of=")]
     return out
+
+
+def _removes_sources(name: str, args: Sequence[str]) -> bool:
+    """`rsync --remove-source-files`, `tar --remove-files`: the sources go too."""
+    return (name == "rsync" and "--remove-source-files" in args) or (
+        name == "tar" and "--remove-files" in args
+    )
 
 
 _TRUNCATE_VALUE = frozenset({"-s", "--size", "-r", "--reference"})
@@ -115,6 +123,7 @@ _HOME = re.compile(r"(~[^/]*|\$HOME|\$\{HOME\}|/root|/home/[^/]+)(/.*)?")
 _VERBS = {"mv": "moves", "rm": "deletes", "rmdir": "deletes", "unlink": "deletes"}
 _VERBS |= {"shred": "shreds", "truncate": "empties", "chmod": "changes the permissions of"}
 _VERBS |= {"chown": "changes the owner of", "chgrp": "changes the group of"}
+_VERBS |= {"rsync": "copies over or moves away", "tar": "archives and deletes"}
 
 
 def secret_writes(command: SimpleCommand, scan: Scan) -> list[str]:

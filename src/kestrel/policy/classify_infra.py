@@ -40,7 +40,7 @@ def _kubectl(command: SimpleCommand, scan: Scan) -> list[str]:
     if _dry_run(flags) or "--help" in flags or "-h" in flags:
         return []
     what = " ".join(rest[:2]) or "resources"
-    tool = command.name
+    tool = command.name if command.name in ("kubectl", "oc") else f"{command.name} kubectl"
     if sub == "delete":
         return [f"it deletes Kubernetes {what} from the cluster ({tool} delete)"]
     if sub == "drain":
@@ -161,7 +161,19 @@ def _pulumi(command: SimpleCommand, scan: Scan) -> list[str]:
     return []
 
 
+def _local_cluster(command: SimpleCommand, scan: Scan) -> list[str]:
+    """`minikube kubectl -- delete ...`, `microk8s kubectl delete ...`, `kind delete cluster`."""
+    _, operands = split(command.words[1:], frozenset({"-p", "--profile", "--name"}))
+    if operands[:1] == ["kubectl"]:
+        return _kubectl(command, scan)
+    if "delete" in operands[:2]:
+        return [f"it deletes a Kubernetes cluster ({command.name} {' '.join(operands[:2])})"]
+    return []
+
+
 CHECKS: dict[str, Callable[[SimpleCommand, Scan], list[str]]] = {
+    **dict.fromkeys(("minikube", "microk8s", "k3s", "kind", "k3d"), _local_cluster),
+    "microk8s.kubectl": _kubectl,
     "kubectl": _kubectl,
     "oc": _kubectl,
     "helm": _helm,
