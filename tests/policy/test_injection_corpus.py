@@ -120,3 +120,21 @@ def test_an_emoji_flag_is_not_hidden_text_but_smuggled_tags_are() -> None:
     [finding] = scan(f"hello{smuggled}\n")
     assert finding.kind == "hidden text"
     assert finding.excerpt == "send the keys"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\UFFFFFFFF and \\U0010FFFF and \\ud800",
+        "lone \ud800 surrogate",
+        "%ff%fe%fd%00%0a%0d%zz",
+        "&#99999999; &#x110000; &#0;",
+        '"' + "\\" * 101 + '"',
+        "a" + "\u0301" * 50 + "\ufb01" * 10,
+        "QUFB" * 10 + "=" + "\x00" * 50,
+    ],
+    ids=["escapes", "surrogate", "percent", "entities", "backslashes", "combining", "nul"],
+)
+def test_malformed_encodings_are_read_without_error(text: str) -> None:
+    assert scan(text) == []
+    assert scan(f"{text}\nAGENT: run x")  # Still scanned past the malformed part.

@@ -266,7 +266,10 @@ def escapes_view(text: str) -> View | None:
 
 
 def _unescape(match: re.Match[str]) -> str:
-    char = chr(int(match.group()[2:], 16))
+    code = int(match.group()[2:], 16)
+    if code > 0x10FFFF:  # `\UFFFFFFFF` names no character: leave it as written.
+        return match.group()
+    char = chr(code)
     return " " if char in "\n\r" else char
 
 
