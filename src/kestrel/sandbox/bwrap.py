@@ -127,7 +127,7 @@ class BwrapExecutor:
         procs = cgroup.create() if cgroup else []
         capped_memory = cgroup is not None and "memory" in cgroup.dirs
         guard = CommandGuard(cgroup, self._quota())
-        git_files = GitFiles.take(self.workspace)
+        git_files = await GitFiles.record(self.workspace)
         read_fd, write_fd = os.pipe()
         mark = len(self.proxy.denied) if self.proxy else 0
         try:
@@ -146,7 +146,7 @@ class BwrapExecutor:
                 guards=guard.guards(),
             )
             result = await guard.report(result, on_output)
-            result = git_files.report(result, on_output)
+            result = await git_files.check(result, on_output)
             if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
                 allowed = ", ".join(self.proxy.allowed) or "no host"
                 note = (

@@ -9,6 +9,7 @@ the command's output says which paths were put back.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import stat
@@ -95,9 +96,22 @@ class GitFiles:
             done.append(rel.as_posix())
         return done
 
+    @classmethod
+    async def record(cls, workspace: Path) -> GitFiles:
+        """`take`, off the event loop (it runs git)."""
+        return await asyncio.to_thread(cls.take, workspace)
+
+    async def check(self, result: ExecResult, on_output: OutputSink | None) -> ExecResult:
+        """`report`, with the restore off the event loop."""
+        return self._noted(result, await asyncio.to_thread(self.restore), on_output)
+
     def report(self, result: ExecResult, on_output: OutputSink | None) -> ExecResult:
         """Restore, and add a note naming what was put back to `result`'s output."""
-        put_back = self.restore()
+        return self._noted(result, self.restore(), on_output)
+
+    def _noted(
+        self, result: ExecResult, put_back: list[str], on_output: OutputSink | None
+    ) -> ExecResult:
         if not put_back:
             return result
         note = (
