@@ -54,10 +54,10 @@ def classify_shell(
     for index, command in enumerate(parsed.commands):
         for text, reason in _dangers(command, index, scan):
             found.setdefault((text, reason), Danger(command=text, reason=reason))
-        for line in embedded_commands(command):
+        for line, how in embedded_commands(command):
             here = Path(scan.cwd) if scan.cwd is not None else root
             for inner in classify_shell(parse_shell(line), root=root, cwd=here, dirty=scan.dirty):
-                reason = f"{inner.reason} (a command its {command.name} code runs)"
+                reason = f"{inner.reason} ({how})"
                 found.setdefault(
                     (command.text, reason), Danger(command=command.text, reason=reason)
                 )

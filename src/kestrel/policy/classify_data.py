@@ -33,7 +33,8 @@ def sql(command: SimpleCommand, scan: Scan) -> list[str]:
     for text in texts:
         hits = [m.group() for m in (*_SQL_DROP.finditer(text), *_SQL_TRUNCATE.finditer(text))]
         hits += [m.group() for m in _SQL_DELETE.finditer(text) if not _WHERE.search(m.group())]
-        reasons += [f"it runs SQL that destroys data: {' '.join(h.split())}" for h in hits]
+        hits = [" ".join(h.split()).rstrip("'\"`") for h in hits]
+        reasons += [f"it runs SQL that destroys data: {h}" for h in hits]
     return reasons
 
 
