@@ -75,8 +75,8 @@ def expand_word(word: str, cwd: Path | None, places: Places) -> str | None:
 def is_write(redirect: Redirect) -> bool:
     """Whether a redirection opens a file for writing (`>`, `>>`, `>|`, `&>`, `<>`, `>& FILE`)."""
     op = redirect.op
-    if op in ("<<", "<<-", "<<<") or ">" not in op:
-        return False
+    if op in ("<<", "<<-", "<<<") or ">" not in op or op.endswith("&-"):
+        return False  # `2>&-` closes a descriptor
     if op.endswith("&"):  # `>&2`, `2>&1`, `>&-` copy or close a descriptor; `>& FILE` writes
         return not _FD.fullmatch(redirect.raw or redirect.target)
     return True
