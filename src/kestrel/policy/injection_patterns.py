@@ -31,6 +31,8 @@ _LINE_PREFIX = r"(?:[ \t]*\d+\t|[^\n:]{1,200}:\d+:[ \t]?)?"
 _MARKERS = r"[\s#/*;>\"'`-]*"
 """Comment markers and quotes a line may start with before the text addressed to the agent."""
 
+_ROLE_TAGS = r"(?:system|assistant|system[_-]prompt|instructions)"
+
 ENGLISH: tuple[Pattern, ...] = (
     (
         "override",
@@ -80,9 +82,10 @@ ENGLISH: tuple[Pattern, ...] = (
     (
         "role markup",
         re.compile(
-            r"<\|im_start\|>|<\|(?:system|assistant)\|>|<\s*/?\s*(?:system|assistant|"
-            r"system[_-]prompt|instructions)\s*>|\[/?INST\]",
-            _I,
+            # An opening tag counts at the start of a line; mid-line, "version <system>" is prose.
+            rf"<\|im_start\|>|<\|(?:system|assistant)\|>|</\s*{_ROLE_TAGS}\s*>"
+            rf"|^{_LINE_PREFIX}{_MARKERS}<\s*{_ROLE_TAGS}\s*>|\[/?INST\]",
+            _IM,
         ),
         (("<|", "system", "assistant", "instructions", "inst]"),),
     ),
@@ -230,7 +233,7 @@ PIPE_TO_SHELL = re.compile(
 """A command that runs what it downloads."""
 
 VOCATIVE = re.compile(
-    rf"(?:^|[\s#/*>\"'`(\[])(?:{ADDRESSEE})\s*[:,]"
+    rf"(?:^{_LINE_PREFIX}{_MARKERS}|[.!?]\s+|\(\s*)(?:{ADDRESSEE})\s*[:,]"
     rf"|\bnote\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{ADDRESSEE}\b"
     rf"|\b(?:if|when|since|as)\s+you\s+are\s+an?\s+(?:ai|llm|language\s+model|agent|assistant|"
     rf"coding\s+agent|bot)\b"
@@ -257,7 +260,7 @@ TAGS: tuple[Pattern, ...] = (
     (
         "instruction tag",
         re.compile(
-            rf"<!--\s*(?:{ADDRESSEE}|(?:instructions?|prompt|note)\s+(?:for|to)\s+(?:the\s+)?"
+            rf"<!--\s*(?:{ADDRESSEE}|{_ML_ADDRESSEE}|(?:instructions?|prompt|note)\s+(?:for|to)\s+(?:the\s+)?"
             rf"{ADDRESSEE})\b\s*(?:instructions?\s*)?[:,-]",
             _I,
         ),
@@ -265,7 +268,10 @@ TAGS: tuple[Pattern, ...] = (
     ),
     (
         "instruction tag",
-        re.compile(rf"\[//\]:\s*#\s*[(\"']\s*(?:{ADDRESSEE})\b\s*(?:instructions?\s*)?[:,-]", _I),
+        re.compile(
+            rf"\[//\]:\s*#\s*[(\"']\s*(?:{ADDRESSEE}|{_ML_ADDRESSEE})\b\s*(?:instructions?\s*)?[:,-]",
+            _I,
+        ),
         (("[//]",),),
     ),
     (
