@@ -13,12 +13,12 @@ from kestrel.policy import (
     classify_containers,
     classify_data,
     classify_devices,
+    classify_files,
     classify_infra,
 )
 from kestrel.policy.classify_files import (
     ci_writes,
     device_writes,
-    journal,
     log_writes,
     protected,
     secret_writes,
@@ -286,7 +286,7 @@ _CHECKS: dict[str, Check] = {
     "kill": _kill,
     "crontab": _crontab,
     "systemctl": _systemctl,
-    "journalctl": journal,
+    **classify_files.CHECKS,
     **classify_data.CHECKS,
     **classify_devices.CHECKS,
     **classify_infra.CHECKS,

@@ -22,12 +22,17 @@ _AWS_DROPS: tuple[str, ...] = (
 _AWS_DROPS += ("schedule-key-deletion", "disable-key", "revoke-", "reset-", "wipe-")
 
 
+_AWS_SECRETS = frozenset({"aws_access_key_id", "aws_secret_access_key", "aws_session_token"})
+
+
 def _aws(command: SimpleCommand, scan: Scan) -> list[str]:
     flags, operands = split(command.words[1:], _AWS_VALUE)
     if "--dry-run" in flags or "--dryrun" in flags or "help" in operands[:3]:
         return []
     service, op = [*operands, "", ""][:2]
     target = operands[2] if len(operands) > 2 else ""
+    if service == "configure" and op == "set" and target in _AWS_SECRETS:
+        return [f"it overwrites the saved AWS credential {target} (aws configure set)"]
     if service == "s3":
         return _s3(op, target, flags)
     if op.startswith(_AWS_DROPS):
@@ -86,6 +91,8 @@ def _gcloud(command: SimpleCommand, scan: Scan) -> list[str]:
                 f"{' '.join(operands[leaf + 1 :]) or 'objects'} (gcloud storage rm)"]  # fmt: skip
     if word == "rsync" and any(f in ("--delete-unmatched-destination-objects",) for f in flags):
         return ["it deletes destination objects that the source lacks (gcloud storage rsync)"]
+    if word == "revoke" and operands[:1] == ["auth"]:
+        return ["it revokes saved Google Cloud credentials (gcloud auth revoke)"]
     if word == "reset" and "instances" in operands[:leaf]:
         return [f"it hard-resets a running virtual machine (gcloud {path})"]
     return []
@@ -116,15 +123,16 @@ def _gsutil(command: SimpleCommand, scan: Scan) -> list[str]:
 _AZ_DROPS = frozenset({"delete", "delete-batch", "purge", "destroy"})
 
 
+_AZ_VALUE = frozenset({"-n", "--name", "-g", "--resource-group", "-o", "--output", "--query"})
+_AZ_VALUE |= {"--subscription", "--ids", "-l", "--location"}
+
+
 def _az(command: SimpleCommand, scan: Scan) -> list[str]:
-    path = []
-    for word in command.words[1:]:
-        if word.startswith("-"):
-            break
-        path.append(word)
+    _, operands = split(command.words[1:], _AZ_VALUE)
+    path = operands[:5]
     hit = next((w for w in path if w in _AZ_DROPS or w.startswith("delete-")), "")
     if hit and path[:1] != ["config"]:
-        return [f"it deletes Azure resources (az {' '.join(path)})"]
+        return [f"it deletes Azure resources (az {' '.join(path[: path.index(hit) + 1])})"]
     return []
 
 

@@ -20,6 +20,17 @@ _SQL_DROP = re.compile(r"\bDROP\s+(TABLE|DATABASE|SCHEMA|KEYSPACE|OWNED)\b[^;]*"
 _SQL_TRUNCATE = re.compile(r"\bTRUNCATE\s+(TABLE\s+)?[`\"\[]?\w[^;]*", re.IGNORECASE)
 _SQL_DELETE = re.compile(r"\bDELETE\s+FROM\s+[^\s;]+[^;]*", re.IGNORECASE)
 _WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
+_ALWAYS = re.compile(
+    r"\bWHERE\s+(1\s*=\s*1|true|'(\w*)'\s*=\s*'\2'|(\d+)\s*=\s*\3|1)\s*(;|$|\bLIMIT\b|\))", re.I
+)
+_SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
+
+
+def _everything(delete: str) -> bool:
+    """Whether a DELETE statement matches every row: no WHERE, or an always-true one."""
+    return not _WHERE.search(delete) or _ALWAYS.search(delete) is not None
+
+
 _REDIS_WIPE = re.compile(r"\b(FLUSHALL|FLUSHDB|SHUTDOWN)\b", re.IGNORECASE)
 _MONGO_WIPE = re.compile(
     r"\.\s*(dropDatabase|dropAllUsers|drop)\s*\(\s*\)|\.\s*(deleteMany|remove)\s*\(\s*(\{\s*\})?\s*\)"
@@ -30,9 +41,10 @@ def sql(command: SimpleCommand, scan: Scan) -> list[str]:
     """SQL that destroys data, in a command's words or in the input a database client reads."""
     texts = list(command.words[1:]) + _fed_input(command, scan, _DB_CLIENTS)
     reasons = []
-    for text in texts:
+    for raw in texts:
+        text = _SQL_COMMENT.sub(" ", raw)  # DROP/**/TABLE
         hits = [m.group() for m in (*_SQL_DROP.finditer(text), *_SQL_TRUNCATE.finditer(text))]
-        hits += [m.group() for m in _SQL_DELETE.finditer(text) if not _WHERE.search(m.group())]
+        hits += [m.group() for m in _SQL_DELETE.finditer(text) if _everything(m.group())]
         hits = [" ".join(h.split()).rstrip("'\"`") for h in hits]
         reasons += [f"it runs SQL that destroys data: {h}" for h in hits]
     return reasons
@@ -64,7 +76,11 @@ def _redis(command: SimpleCommand, scan: Scan) -> list[str]:
     hits = {m[1].upper() for t in texts for m in _REDIS_WIPE.finditer(t)}
     what = {"FLUSHALL": "deletes every key in every database", "FLUSHDB": "deletes every key"}
     what["SHUTDOWN"] = "shuts the server down"
-    return [f"it {what[h]} of the Redis server ({h})" for h in sorted(hits)]
+    reasons = [f"it {what[h]} of the Redis server ({h})" for h in sorted(hits)]
+    ops = [w.upper() for w in command.words[1:] if not w.startswith("-")]
+    if command.dynamic and ({"DEL", "UNLINK"} & set(ops)):
+        reasons.append("it deletes Redis keys named only when it runs (DEL of a key list)")
+    return reasons
 
 
 def _mongo(command: SimpleCommand, scan: Scan) -> list[str]:

@@ -120,6 +120,16 @@ def _volumes(command: SimpleCommand, scan: Scan) -> list[str]:
     return []
 
 
+_NVME_WIPES = frozenset({"format", "sanitize", "delete-ns", "detach-ns"})
+
+
+def _nvme(command: SimpleCommand, scan: Scan) -> list[str]:
+    _, operands = split(command.words[1:])
+    if operands[:1] and operands[0] in _NVME_WIPES:
+        return [f"it erases an NVMe drive or namespace ({command.text})"]
+    return []
+
+
 def _disk(command: SimpleCommand) -> str:
     return next((w for w in command.words[1:] if w.startswith("/dev/")), "a disk")
 
@@ -132,4 +142,5 @@ CHECKS: dict[str, Callable[[SimpleCommand, Scan], list[str]]] = {
     "cryptsetup": _cryptsetup,
     "shred": _shred,
     "badblocks": _badblocks,
+    "nvme": _nvme,
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from kestrel.policy.classify_scan import Scan, split
@@ -184,7 +184,9 @@ def _matches(name: str, pattern: str) -> bool:
 
 _LOG_DIRS = (PurePosixPath("/var/log"), PurePosixPath("/var/adm"))
 _SCRATCH = tuple(PurePosixPath(p) for p in ("/tmp", "/var/tmp", "/dev/shm"))  # noqa: S108
-_LOG_ERASERS = frozenset({"truncate", "rm", "unlink", "shred", "mv", "cp", "dd", "tee", "sed"})
+_LOG_ERASERS = frozenset(
+    {"truncate", "rm", "unlink", "shred", "mv", "cp", "dd", "tee", "sed", "ln"}
+)
 
 
 def log_writes(command: SimpleCommand, scan: Scan) -> list[str]:
@@ -202,7 +204,9 @@ def log_writes(command: SimpleCommand, scan: Scan) -> list[str]:
 
 def _log(word: str, scan: Scan, what: str, system: str) -> str:
     path = scan.resolve(word)
-    is_log = word.endswith(".log") or ".log." in word or "/log/" in word or "/logs/" in word
+    is_log = word.endswith((".log", "_history")) or any(
+        p in word for p in (".log.", "/log/", "/logs/")
+    )
     if path is None:
         if is_log and (word.startswith("~") or "$" in word):
             return f"it empties or deletes {what} {word} outside the workspace"
@@ -246,3 +250,25 @@ def device_writes(command: SimpleCommand) -> list[str]:
         targets += [w for w in written(command) if DISK.fullmatch(w)]
     unique = dict.fromkeys(targets)
     return [f"it writes raw data to the device {t}, destroying what it holds" for t in unique]
+
+
+_GPG_DELETES: tuple[str, ...] = (
+    "--delete-secret-keys",
+    "--delete-keys",
+    "--delete-secret-and-public-keys",
+)
+_GPG_DELETES += ("--delete-key", "--delete-secret-key", "--delete-secret-and-public-key")
+
+
+def _gpg(command: SimpleCommand, scan: Scan) -> list[str]:
+    hits = [w for w in command.words[1:] if w in _GPG_DELETES]
+    if hits:
+        return [f"it deletes keys from the GPG keyring ({command.name} {hits[0]})"]
+    return []
+
+
+CHECKS: dict[str, Callable[[SimpleCommand, Scan], list[str]]] = {
+    "journalctl": journal,
+    "gpg": _gpg,
+    "gpg2": _gpg,
+}

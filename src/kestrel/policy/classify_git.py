@@ -114,6 +114,9 @@ _CONFIG_WRITES |= {"--remove-section", "--rename-section"}
 _CONFIG_VALUE = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
 
 
+_READS_MORE = re.compile(r"include\.path|includeif\..+\.path|protocol\.(.+\.)?allow", re.I)
+
+
 def _git_config(args: Sequence[str], scan: Scan) -> list[str]:
     flags, operands, files, i = [], [], [], 0
     while i < len(args):
@@ -143,6 +146,9 @@ def _git_config(args: Sequence[str], scan: Scan) -> list[str]:
         return [f"it changes git configuration for {where} (git config {scope} {key})".strip()]
     if git_key_runs_code(key):
         return [f"it sets git config {key}, which makes later git commands run a program"]
+    if _READS_MORE.fullmatch(key):
+        return [f"it sets git config {key}, which makes git read config or run transports from "
+                "elsewhere"]  # fmt: skip
     return [r for f in files if (r := _config_file(f, scan))]
 
 

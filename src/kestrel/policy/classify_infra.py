@@ -54,6 +54,8 @@ def _kubectl(command: SimpleCommand, scan: Scan) -> list[str]:
     forced = "--force" in flags or "--force=true" in flags
     if sub in ("replace", "apply") and forced:
         return [f"it deletes and recreates Kubernetes resources ({tool} {sub} --force)"]
+    if sub == "config" and rest[:1] and (rest[0].startswith("delete-") or rest[0] == "unset"):
+        return [f"it removes entries of the saved cluster credentials ({tool} config {rest[0]})"]
     if sub == "rollout" and rest[:1] == ["undo"]:
         return [f"it rolls a live workload back to an earlier revision ({tool} rollout undo)"]
     return []
