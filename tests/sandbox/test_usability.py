@@ -1,4 +1,5 @@
-"""Ordinary work inside the sandbox: package installs and a session's /tmp (alternates: beside).
+"""Ordinary work inside the sandbox: package installs and a session's /tmp (git alternates are
+tested in test_usability_alternates.py).
 
 Real bubblewrap, real pip on a real project. fixtures/six holds the files of six 1.17.0
 that `pip install -e .` needs, unchanged, with six's MIT licence beside them.
