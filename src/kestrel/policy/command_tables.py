@@ -18,6 +18,8 @@ class Opt:
     kind: Kind
     what: str
     value: Literal["none", "path", "any"] = "none"
+    unless: str = ""
+    """A start of the value that makes the option harmless (`pytest -p no:cacheprovider`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +76,8 @@ def _match(arg: str, words: Sequence[str], i: int, table: Table) -> tuple[list[S
         if opt is None:
             return [], 1
         if opt.value == "none" or eq:
-            return [_spot(i, opt, value if eq else None)], 1
-        return [_spot(i, opt, nxt)], 2
+            return _spots(i, opt, value if eq else None), 1
+        return _spots(i, opt, nxt), 2
     if not arg.startswith("-") or len(arg) < 2:
         return [], 0
     for k in range(1, len(arg)):
@@ -85,7 +87,7 @@ def _match(arg: str, words: Sequence[str], i: int, table: Table) -> tuple[list[S
         if opt.value == "none":
             return [_spot(i, opt, None)], 1
         rest = arg[k + 1 :]
-        return ([_spot(i, opt, rest)], 1) if rest else ([_spot(i, opt, nxt)], 2)
+        return (_spots(i, opt, rest), 1) if rest else (_spots(i, opt, nxt), 2)
     return [], 1
 
 
@@ -95,6 +97,12 @@ def _abbreviation(name: str, table: Table) -> Opt | None:
         return None
     hits = [o for key, o in table.options.items() if key.startswith(name)]
     return hits[0] if hits else None
+
+
+def _spots(at: int, opt: Opt, value: str | None) -> list[Spot]:
+    if opt.unless and value is not None and value.startswith(opt.unless):
+        return []
+    return [_spot(at, opt, value)]
 
 
 def _spot(at: int, opt: Opt, value: str | None) -> Spot:
@@ -231,7 +239,8 @@ _MAKE = Table(
     | {"-C": _run("runs the makefile of another folder"), "--directory": _run("runs elsewhere")}
 )
 _PYTEST = Table(
-    {"-p": _run("loads a plugin"), "--rootdir": Opt("other-repository", "moves the root", "any")}
+    {"-p": Opt("runs-code", "loads a plugin", "any", unless="no:")}
+    | {"--rootdir": Opt("other-repository", "moves the root", "any")}
     | {"--basetemp": _write(), "--junitxml": _write(), "--junit-xml": _write()}
     | {"--result-log": _write(), "--html": _write(), "--confcutdir": _run("reads conftest")}
     | {"-c": _run("reads another config file"), "--config-file": _run("reads another config")}
