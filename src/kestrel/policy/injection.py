@@ -119,11 +119,18 @@ def _passes(low: str, gates: Gates) -> bool:
 
 
 def _addressed(text: str, match: re.Match[str]) -> bool:
-    """Whether the lines up to a pipe speak to the agent (a person's install line does not)."""
-    start = match.start()
-    for _ in range(3):
-        start = max(text.rfind("\n", 0, start - 1), 0)
-    start = max(start, match.start() - 600)
+    """Whether the pipe's line or the three above it speak to the agent.
+
+    A person's install line ("curl ... | sh" under "## Install") does not; "Note for AI agents:"
+    or "If you are an AI assistant, ..." does.
+    """
+    floor = max(match.start() - 600, 0)
+    start = max(text.rfind("\n", 0, match.start()), floor)
+    above = 0
+    while start > floor and above < 3:  # Back over the three lines with text above the pipe.
+        previous = max(text.rfind("\n", 0, start), floor)
+        above += bool(text[previous:start].strip())
+        start = previous
     end = text.find("\n", match.end())
     window = text[start : end if end != -1 else len(text)]
     return VOCATIVE.search(window) is not None or any(p.search(window) for _, p, _ in TAGS)
