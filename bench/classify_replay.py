@@ -6,7 +6,8 @@ mini-swe-agent-1), read from a git repository, and which of them it flags and wh
 A trajectory's commands are the single ```bash block of each assistant message (messages with
 zero or several blocks ran nothing); the final submission (`echo COMPLETE_TASK_AND_SUBMIT_...`)
 is left out. Commands are classified as run in the task's work tree (`--root`, /testbed by
-default) with a dirty tree. Every flag of a harmless command is a false positive.
+default) with a dirty tree. Every flag of a harmless command is a false positive. It also prints
+what parsing and classifying one command costs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -67,17 +70,23 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=40, help="flagged commands to print")
     args = parser.parse_args()
     ids = [line.strip() for line in args.ids.read_text().splitlines() if line.strip()]
-    total, flagged = 0, []
+    total, flagged, costs = 0, [], []
     reasons: Counter[str] = Counter()
     for task in ids:
         for command in commands(load(args.repo, args.commit, task, args.layout)):
             total += 1
+            start = time.perf_counter()
             parsed = parse_shell(command)
             found = classify_shell(parsed, root=args.root, cwd=args.root, dirty=lambda: True)
+            costs.append((time.perf_counter() - start) * 1000)
             if found:
                 flagged.append((task, command, [d.reason for d in found]))
                 reasons.update(_kind(d.reason) for d in found)
     print(f"trajectories: {len(ids)}  commands: {total}  flagged: {len(flagged)}")
+    if len(costs) > 1:
+        p50, p95 = statistics.median(costs), statistics.quantiles(costs, n=20)[-1]
+        cost = f"p50 {p50:.2f} ms, p95 {p95:.2f} ms, max {max(costs):.1f} ms"
+        print(f"parse + classify, per command: {cost}")
     for kind, n in reasons.most_common():
         print(f"  {n:4d}  {kind}")
     for task, command, why in flagged[: args.show]:

@@ -27,6 +27,7 @@ _STRING = re.compile(
 _LIST = re.compile(r"\[\s*((?:(['\"])[^'\"\n]*\2\s*,\s*)+(['\"])[^'\"\n]*\3)\s*,?\s*\]")
 _ITEM = re.compile(r"(['\"])([^'\"\n]*)\1")
 _MAX_CODE = 100_000
+_MAX_LINES = 256  # string literals read as command lines, per command
 
 
 def embedded_commands(command: SimpleCommand) -> list[tuple[str, str]]:
@@ -52,7 +53,8 @@ def _code_commands(command: SimpleCommand) -> list[str]:
         text = next((g for g in match.groups() if g is not None), "")
         if " " in text.strip() or text.strip() in ("reboot", "shutdown"):
             lines.append(text)
-    return [line.strip() for line in dict.fromkeys(lines) if line.strip()]
+    unique = [line.strip() for line in dict.fromkeys(lines) if line.strip()]
+    return unique[:_MAX_LINES]
 
 
 _RUNNERS = frozenset(
