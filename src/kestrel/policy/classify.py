@@ -66,7 +66,8 @@ def classify_shell(
 
 
 def classify_paths(paths: Iterable[str], *, root: Path) -> list[Danger]:
-    """Edit targets that are CI definitions, git hooks or config, or anything inside `.git/`."""
+    """Edit targets that are CI definitions, git hooks or config, metadata git follows
+    (`.gitmodules`, a submodule's `.git` file), or anything inside `.git/`."""
     base = PurePosixPath(root)
     dangers = []
     for raw in paths:
