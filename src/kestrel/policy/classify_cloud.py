@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kestrel.policy.classify_infra import hidden_verb
 from kestrel.policy.classify_scan import Scan, split
 from kestrel.policy.shell import SimpleCommand
 
@@ -30,6 +31,8 @@ def _aws(command: SimpleCommand, scan: Scan) -> list[str]:
     if "--dry-run" in flags or "--dryrun" in flags or "help" in operands[:3]:
         return []
     service, op = [*operands, "", ""][:2]
+    if hidden := hidden_verb(command, operands[:2]):
+        return hidden
     target = operands[2] if len(operands) > 2 else ""
     if service == "configure" and op == "set" and target in _AWS_SECRETS:
         return [f"it overwrites the saved AWS credential {target} (aws configure set)"]
@@ -79,7 +82,9 @@ def _gcloud(command: SimpleCommand, scan: Scan) -> list[str]:
         ),
         None,
     )
-    if leaf is None or "--help" in flags:
+    if leaf is None:
+        return hidden_verb(command, operands)
+    if "--help" in flags:
         return []
     path = " ".join(operands[: leaf + 2])
     word = operands[leaf]

@@ -116,7 +116,16 @@ def _etcdctl(command: SimpleCommand, scan: Scan) -> list[str]:
     return []
 
 
+def _raw_redis(command: SimpleCommand, scan: Scan) -> list[str]:
+    """`printf 'FLUSHALL\\r\\n' | nc host 6379`: the protocol spoken by hand."""
+    fed = [t for c in scan.fed(command) for t in c.words[1:]]
+    fed += [r.body or r.target for r in command.redirects if r.op.startswith("<<")]
+    hits = {m[1].upper() for t in fed for m in _REDIS_WIPE.finditer(t)}
+    return [f"it sends {h} to a server by hand ({command.name}), as redis-cli would" for h in hits]
+
+
 CHECKS: dict[str, Callable[[SimpleCommand, Scan], list[str]]] = {
+    **dict.fromkeys(("nc", "ncat", "netcat", "socat", "telnet"), _raw_redis),
     **dict.fromkeys(_REDIS, _redis),
     **dict.fromkeys(_MONGO, _mongo),
     **dict.fromkeys(("dropdb", "dropuser", "pg_dropcluster"), _dropdb),

@@ -3,6 +3,7 @@ pulumi. Read-only look-alikes (`kubectl get`, `terraform plan`, `helm list`) are
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from kestrel.policy.classify_scan import Scan, split
@@ -28,6 +29,13 @@ def verb(operands: Sequence[str], known: frozenset[str]) -> tuple[str, list[str]
     return "", []
 
 
+def hidden_verb(command: SimpleCommand, operands: Sequence[str]) -> list[str]:
+    """A subcommand only known at run time (`kubectl $VERB ns x`) may be the destructive one."""
+    if any("$" in o or "`" in o for o in operands[:3]):
+        return [f"it runs {command.name} with a subcommand only known when it runs"]
+    return []
+
+
 def _dry_run(flags: Sequence[str]) -> bool:
     return any(
         f == "--dry-run" or (f.startswith("--dry-run=") and f != "--dry-run=none") for f in flags
@@ -39,6 +47,8 @@ def _kubectl(command: SimpleCommand, scan: Scan) -> list[str]:
     sub, rest = verb(operands, _KUBE_VERBS)
     if _dry_run(flags) or "--help" in flags or "-h" in flags:
         return []
+    if not sub:
+        return hidden_verb(command, operands)
     what = " ".join(rest[:2]) or "resources"
     tool = command.name if command.name in ("kubectl", "oc") else f"{command.name} kubectl"
     if sub == "delete":
@@ -47,6 +57,8 @@ def _kubectl(command: SimpleCommand, scan: Scan) -> list[str]:
         return [f"it evicts every pod from the node {what} ({tool} drain)"]
     if sub == "cordon":
         return [f"it stops the cluster from scheduling pods on {what} ({tool} cordon)"]
+    if sub == "patch" and _ZERO_REPLICAS.search(" ".join(command.words)):
+        return [f"it patches {what} down to zero replicas, stopping it ({tool} patch)"]
     if sub == "scale" and _replicas(command.words) == "0":
         return [f"it scales {what} down to zero replicas, stopping it ({tool} scale)"]
     if sub == "apply" and any(f == "--prune" or f.startswith("--prune=") for f in flags):
@@ -59,6 +71,9 @@ def _kubectl(command: SimpleCommand, scan: Scan) -> list[str]:
     if sub == "rollout" and rest[:1] == ["undo"]:
         return [f"it rolls a live workload back to an earlier revision ({tool} rollout undo)"]
     return []
+
+
+_ZERO_REPLICAS = re.compile(r"[\"']?replicas[\"']?\s*:\s*0\b")
 
 
 def _replicas(words: Sequence[str]) -> str:
@@ -82,6 +97,8 @@ _HELM_VERBS = frozenset(
 def _helm(command: SimpleCommand, scan: Scan) -> list[str]:
     flags, operands = split(command.words[1:], _HELM_VALUE)
     sub, rest = verb(operands, _HELM_VERBS)
+    if not sub:
+        return hidden_verb(command, operands)
     if "--dry-run" in flags or any(f.startswith("--dry-run=") for f in flags):
         return []
     release = rest[0] if rest else "a release"
@@ -106,6 +123,8 @@ def _terraform(command: SimpleCommand, scan: Scan) -> list[str]:
     sub, rest = verb(operands, _TF_VERBS)
     if sub in ("run-all", "run"):  # terragrunt run-all destroy
         sub, rest = verb(rest, _TF_VERBS)
+    if not sub:
+        return hidden_verb(command, operands)
     names = {f.lstrip("-").partition("=")[0]: f.partition("=")[2] for f in flags}
     for assignment in command.assignments:  # TF_CLI_ARGS_apply=-auto-approve
         if assignment.startswith("TF_CLI_ARGS"):
@@ -148,6 +167,8 @@ _PULUMI_VERBS = frozenset(
 def _pulumi(command: SimpleCommand, scan: Scan) -> list[str]:
     flags, operands = split(command.words[1:], frozenset({"-s", "--stack", "-C", "--cwd"}))
     sub, rest = verb(operands, _PULUMI_VERBS)
+    if not sub:
+        return hidden_verb(command, operands)
     sub2 = rest[0] if rest else ""
     yes = any(f in ("--yes", "-y", "--skip-preview", "-f") for f in flags)
     if sub == "destroy" and "--preview-only" not in flags:
