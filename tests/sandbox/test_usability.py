@@ -29,6 +29,7 @@ from kestrel.sandbox.usability import (
     PACKAGES_DIR,
     SandboxState,
     discard_state,
+    mount_targets,
     workspace_state,
 )
 from kestrel.settings import Settings
@@ -305,3 +306,11 @@ def test_sandbox_run_keeps_packages_per_workspace_and_a_fresh_tmp(
     assert sandbox_run(f"ls {PACKAGES_DIR}/lib; test -e /tmp/gone || echo no") == "kept\nno\n"
     state = workspace_state(data, ws)
     assert (state.packages / "lib" / "kept").is_file() and not state.tmp.exists()
+
+
+def test_mount_targets_reads_every_kind_of_mount_and_stops_at_the_command() -> None:
+    argv = ["bwrap", "--unshare-all", "--uid", "1000", "--ro-bind", "/usr", "/usr"]
+    argv += ["--tmpfs", "/tmp", "--symlink", "usr/bin", "/bin", "--perms", "0700", "--dir", "/d"]
+    argv += ["--file", "9", "/tmp/f", "--remount-ro", "/", "--seccomp", "5", "--chdir", "/w"]
+    argv += ["--", "bash", "-c", "x", "--bind", "/a", "/b"]
+    assert mount_targets(argv) == ["/usr", "/tmp", "/bin", "/d", "/tmp/f", "/"]

@@ -28,9 +28,13 @@ PACKAGES_DIR = "/tmp/.kestrel-packages"  # noqa: S108 - inside the sandbox's pri
 session it is a mount point in every command, so no command can replace it with a symlink."""
 
 _TWO_OPERANDS = frozenset(
-    {"--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try"}
+    {
+        *("--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--dev-bind-try"),
+        *("--symlink", "--file", "--bind-data", "--ro-bind-data", "--chmod"),
+    }
 )
-_ONE_OPERAND = frozenset({"--tmpfs", "--dir", "--dev", "--proc", "--mqueue"})
+"""bubblewrap options whose second operand is a path inside the sandbox that it creates."""
+_ONE_OPERAND = frozenset({"--tmpfs", "--dir", "--dev", "--proc", "--mqueue", "--remount-ro"})
 
 
 class StateUnusable(RuntimeError):
