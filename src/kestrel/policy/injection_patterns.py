@@ -26,7 +26,7 @@ ADDRESSEE = (
     r"(?:ai|llm|agent|assistant|model|claude|codex|kestrel|copilot|cursor|gpt|chatgpt|bot|"
     r"gemini|devin|aider|windsurf|cline)s?"
 )
-_LINE_PREFIX = r"(?:[ \t]*\d+\t|[^\n:]{1,200}:\d+:[ \t]?)?"
+_LINE_PREFIX = r"(?:[ \t]*+\d++\t|[^\n:]{1,200}+:\d++:[ \t]?)?"
 """What tools put before a line of a file: `read_file`'s line number, `grep`'s `path:line:`."""
 _MARKERS = r"[\s#/*;>\"'`-]*"
 """Comment markers and quotes a line may start with before the text addressed to the agent."""

@@ -159,8 +159,10 @@ def _latin_word(word: str, all_twins: bool) -> str:
     return mapped if (mixed or all_twins) and mapped.isascii() else word
 
 
-_B64_RUN = re.compile(rf"[A-Za-z0-9+/_-]{{{MIN_ENCODED},{MAX_ENCODED_CHARS}}}={{0,2}}")
-_HEX_RUN = re.compile(rf"[0-9A-Fa-f]{{{MIN_ENCODED},{MAX_ENCODED_CHARS}}}")
+_B64_RUN = re.compile(
+    rf"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{{{MIN_ENCODED},{MAX_ENCODED_CHARS}}}={{0,2}}"
+)
+_HEX_RUN = re.compile(rf"(?<![0-9A-Fa-f])[0-9A-Fa-f]{{{MIN_ENCODED},{MAX_ENCODED_CHARS}}}")
 _PRINTABLE = re.compile(r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]*")
 
 
@@ -273,14 +275,10 @@ def _unescape(match: re.Match[str]) -> str:
     return " " if char in "\n\r" else char
 
 
-_TOOL_PREFIX = r"(?:[ \t]*\d+\t|[^\n:]{1,200}:\d+:)?"
-_LEAD = re.compile(
-    rf"^{_TOOL_PREFIX}[ \t]*(?:(?:#+|//+|/\*+|\*+/?|--+|;+|>+|<!--|[\"'`]+|\+|[ru]?\"\"\")[ \t]*)*",
-    re.MULTILINE,
-)
-_TRAIL = re.compile(r"[ \t\"'`\\+,;)*/>-]+$", re.MULTILINE)
+_LEAD = " \t#/*;>\"'`+-!<0123456789"
+"""What a line of a comment block may start with: markers, quotes, a tool's line number."""
+_TRAIL = " \t\"'`\\+,;)*/>-"
 _CONCAT = re.compile(r"[\"'`][ \t]*\+[ \t]*[\"'`]")
-_PARAGRAPH = re.compile(r"^[^\n]++(?:\n[^\n]++)+", re.MULTILINE)
 JOIN = "\u2028"
 """What stands for a joined line break: whitespace to the patterns, a line to `View.line_of`."""
 MAX_JOINED = 40
@@ -288,19 +286,37 @@ MAX_JOINED = 40
 
 
 def joined_view(text: str) -> View | None:
-    """Comment blocks and wrapped prose as one line each, markers and quote joins removed.
+    """Comment blocks as one line each, markers and quote joins removed.
 
     "# Ignore all previous" followed by "# instructions" reads as one sentence here, and so
-    does `"ign" + "ore previous instructions"`.
+    does `"ign" + "ore previous instructions"`. Blocks whose lines start with no marker are
+    left out: the patterns read across a plain line break already.
     """
-    bare = _CONCAT.sub("", _TRAIL.sub("", _LEAD.sub("", text)))
     parts: list[tuple[int, str]] = []
-    line = 1
-    last = 0
-    for match in _PARAGRAPH.finditer(bare):
-        line += bare.count("\n", last, match.start())
-        last = match.start()
-        lines = match.group().split("\n")
-        for i in range(0, len(lines), MAX_JOINED):
-            parts.append((line + i, JOIN.join(lines[i : i + MAX_JOINED])))
+    block: list[str] = []
+    first = 0
+    marked = False
+    for number, line in enumerate(text.split("\n"), 1):
+        bare = line.lstrip(_LEAD)
+        if bare and not block:
+            first = number
+        if bare:
+            marked = marked or len(bare) < len(line.lstrip())
+            block.append(bare.rstrip(_TRAIL))
+        if block and (not bare or len(block) == MAX_JOINED):
+            _add_block(parts, first, block, marked)
+            block, marked = [], False
+    if block:
+        _add_block(parts, first, block, marked)
     return pieces(parts, "lines joined")
+
+
+def _add_block(parts: list[tuple[int, str]], first: int, block: list[str], marked: bool) -> None:
+    joined = JOIN.join(block)
+    if "+" in joined:
+        unquoted = _CONCAT.sub("", joined)
+        if unquoted != joined:
+            parts.append((first, unquoted))
+            return
+    if marked and len(block) > 1:
+        parts.append((first, joined))
