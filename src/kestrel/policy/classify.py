@@ -50,6 +50,7 @@ def classify_shell(
 ) -> list[Danger]:
     """The irreversible or dangerous actions among the commands of `parsed`, in source order."""
     scan = Scan(parsed.commands, PurePosixPath(root), PurePosixPath(cwd), dirty)
+    scan.source = parsed.source
     found: dict[tuple[str, str], Danger] = {}
     for index, command in enumerate(parsed.commands):
         for text, reason in _dangers(command, index, scan):

@@ -135,7 +135,30 @@ def secret_writes(command: SimpleCommand, scan: Scan) -> list[str]:
         held = _secret(word, scan)
         if held:
             reasons.append(f"it {verb} {word}, {held}")
+    fed = scan.parent_name(command) == "xargs" and command.name in _VERBS
+    runtime = fed or any("$" in w for w in written(command))
+    if runtime and not reasons and (named := loops_over(scan.source, _SECRET_NAMED)):
+        reasons.append(f"it {verb} paths only known when it runs, taken from {named}")
     return reasons
+
+
+def loops_over(source: str, folder: re.Pattern[str]) -> str:
+    """The folder of `folder` whose entries a loop or pipe of the command line walks
+    (`for f in ~/.ssh/*`, `find /var/log | xargs ...`, `ls ~/.aws | while read f`); "" if none."""
+    for match in folder.finditer(source):
+        before, after = source[: match.start()], source[match.end() :]
+        if re.search(r"\bfor\s+\w+\s+in\s+[^;\n]*$", before):
+            return match.group()
+        if re.match(r"[^|;\n]*\|.*\b(while\s+read|xargs)\b", after, re.DOTALL):
+            return match.group()
+    return ""
+
+
+_LOG_NAMED = re.compile(r"/var/log|/var/adm")
+_SECRET_NAMED = re.compile(
+    r"(~|\$HOME|\$\{HOME\}|/root|/home/[^/\s]+)/\.(ssh|aws|gnupg|kube|docker|azure|netrc"
+    r"|git-credentials|config/gcloud|config/gh|pgpass|pypirc|npmrc|password-store)"
+)
 
 
 def home_secret(word: str) -> str:
@@ -197,6 +220,10 @@ def log_writes(command: SimpleCommand, scan: Scan) -> list[str]:
     if command.name in _LOG_ERASERS and not appends:
         words += written(command)
     reasons = [_log(word, scan, "the log", "the system log") for word in dict.fromkeys(words)]
+    fed = scan.parent_name(command) == "xargs" and command.name in _LOG_ERASERS
+    runtime = fed or any(w == "" or "$" in w for w in words)
+    if runtime and (named := loops_over(scan.source, _LOG_NAMED)):
+        reasons.append(f"it empties or deletes logs only known when it runs, taken from {named}")
     for start in _found_logs(command, scan):
         reasons.append(_log(start, scan, "logs found in", "system logs found in"))
     return [r for r in reasons if r]

@@ -28,6 +28,8 @@ class Scan:
         self.root = root
         self.cwd: PurePosixPath | None = cwd
         self.cwd_word = ""
+        self.source = ""
+        """The whole command line, for loops whose variable stands for a named folder."""
         """The last `cd` target as written, when it is not known where it leads (`~/.ssh`)."""
         self._probe = dirty
         self._dirty: bool | None = None
