@@ -105,6 +105,8 @@ def executor_for(settings: Settings, root: Path, session_id: str | None = None) 
             masked_paths=masked,
             state=SandboxState(layer.root / "sandbox") if layer else None,
             view=settings.sandbox_view.options(data_dir(settings)),
+            limits=settings.sandbox_limits.limits(),
+            quota_dir=layer.upper if layer and layer.upper.is_dir() else None,
         ),
     )
 

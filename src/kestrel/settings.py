@@ -38,6 +38,7 @@ from kestrel.policy.hooks import HOOK_EVENTS
 from kestrel.policy.rules import RuleError, parse_rule
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Limits, ModelRole, PermissionMode
+from kestrel.settings_limits import SandboxLimitSettings, check_limits_source
 from kestrel.settings_sandbox import SandboxViewSettings, check_view_source
 
 ProviderName = Literal["anthropic", "openai", "scripted"]
@@ -314,13 +315,16 @@ class Settings(_Table):
     network: Literal["none", "host", "allowlist"] = "none"
     """With `sandbox = "bwrap"`: no network, the host's, or only `network_allow` through a proxy."""
     network_allow: list[str] = []
-    """Hosts (and their subdomains) commands may reach when `network = "allowlist"`."""
+    """Host names commands may reach when `network = "allowlist"`, exactly (`*.x`: any name
+    under x, which also lets a command leak data through DNS lookups)."""
     permissions: PermissionSettings = PermissionSettings()
     hooks: HookSettings = HookSettings()
     models: ModelRoleSettings = ModelRoleSettings()
     """Models per role and failover lists; `model` always leads the `main` role."""
     sandbox_view: SandboxViewSettings = SandboxViewSettings()
     """What of the host sandboxed commands see besides the defaults (user's file only)."""
+    sandbox_limits: SandboxLimitSettings = SandboxLimitSettings()
+    """CPU, memory, process, file and workspace-growth limits per command (user's file only)."""
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
     _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -480,6 +484,7 @@ def load_settings(
     for layer in layers:
         _check_flag_only(layer)
         check_view_source(layer.origin, layer.data, trusted=layer.file in (None, files[0]))
+        check_limits_source(layer.origin, layer.data, trusted=layer.file in (None, files[0]))
         for rules in dict(layer.data.get("permissions") or {}).values():
             for rule in rules if isinstance(rules, list) else ():
                 if isinstance(rule, str):

@@ -19,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.limits import Limits, MiB, detect_cgroups
 from kestrel.sandbox.output import MAX_OUTPUT_CHARS
+from kestrel.settings import load_settings
+from kestrel.settings_limits import SandboxLimitSettings
 
 PYTHON = os.path.realpath(sys.executable)
 DEADLINE_S = 1.0
@@ -225,3 +228,40 @@ async def test_what_was_there_before_counts_only_as_the_baseline(ws: Path) -> No
         "head -c 9000000 /dev/urandom > more.bin; sleep 1", cwd=ws, timeout_s=60
     )
     assert "workspace quota of 8 MiB exceeded" in result.output
+
+
+def test_the_settings_table_sets_each_limit(tmp_path: Path) -> None:
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    (home / ".config" / "kestrel").mkdir(parents=True)
+    (repo / ".git").mkdir(parents=True)
+    (home / ".config" / "kestrel" / "settings.toml").write_text(
+        "[sandbox_limits]\ncpus = 1.5\nmemory_mib = 512\ndisk_mib = 100\n"
+    )
+    settings = load_settings(repo, env={}, flags={}, home=home)
+    limits = settings.sandbox_limits.limits()
+    assert (limits.cpus, limits.memory_bytes, limits.disk_bytes) == (1.5, 512 * MiB, 100 * MiB)
+    unlimited = SandboxLimitSettings(cpus="none", disk_mib="unlimited").limits()  # type: ignore[arg-type]
+    assert unlimited.cpus is None and unlimited.disk_bytes is None
+    assert SandboxLimitSettings().limits(cores=8).cpus == 4.0
+    assert SandboxLimitSettings().limits(cores=1).cpus == 1.0
+
+
+def test_a_repository_cannot_loosen_the_limits(tmp_path: Path) -> None:
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    home.mkdir()
+    (repo / ".kestrel").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / ".kestrel" / "settings.toml").write_text("[sandbox_limits]\ndisk_mib = 'none'\n")
+    with pytest.raises(ConfigError, match=r"\[sandbox_limits\] can only be set in your own"):
+        load_settings(repo, env={}, flags={}, home=home)
+
+
+def test_bad_limits_are_refused_with_a_clear_error(tmp_path: Path) -> None:
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    (home / ".config" / "kestrel").mkdir(parents=True)
+    (repo / ".git").mkdir(parents=True)
+    user = home / ".config" / "kestrel" / "settings.toml"
+    for table in ("cpus = 0", "cpus = 'lots'", "disk_mib = -5", "disk = 3"):
+        user.write_text(f"[sandbox_limits]\n{table}\n")
+        with pytest.raises(ConfigError, match="sandbox_limits"):
+            load_settings(repo, env={}, flags={}, home=home)

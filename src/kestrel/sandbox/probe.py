@@ -72,6 +72,11 @@ class ProbeReport:
             )
         elif "pids" not in self.cgroup_controllers:
             notes.append("no writable pids cgroup: process counts rely on RLIMIT_NPROC")
+        if "cpu" not in self.cgroup_controllers:
+            notes.append(
+                "no writable cpu cgroup: commands get no CPU quota (sandbox_limits.cpus is not "
+                "enforced); a timeout still stops a command that spins"
+            )
         if self.as_root:
             notes.append(
                 "Kestrel runs as root: the sandbox's user is root on the host; files of /etc "

@@ -66,10 +66,11 @@ def disk_usage(folder: Path) -> Usage:
 
 
 class WorkspaceQuota:
-    """Stops a command once `folder` has grown by more than `limit_bytes` since `start`."""
+    """Stops a command once `folders` together have grown by more than `limit_bytes` since
+    `start` (the workspace, and the session's sandbox state where it keeps /tmp and packages)."""
 
-    def __init__(self, folder: Path, limit_bytes: int) -> None:
-        self.folder = folder
+    def __init__(self, folders: tuple[Path, ...], limit_bytes: int) -> None:
+        self.folders = folders
         self.limit_bytes = limit_bytes
         self.baseline = 0
         self.last = 0
@@ -77,8 +78,8 @@ class WorkspaceQuota:
         self._rest_until = 0.0
 
     def start(self) -> None:
-        """Measure the folder as it is before the command: only growth past this counts."""
-        self.baseline = disk_usage(self.folder).bytes
+        """Measure the folders as they are before the command: only growth past this counts."""
+        self.baseline = self._size()
 
     def check(self, *, force: bool = False) -> str | None:
         """Sample the folder (unless resting after a long scan, or `force`); the reason to stop
@@ -86,12 +87,15 @@ class WorkspaceQuota:
         now = time.monotonic()
         if now < self._rest_until and not force:
             return None
-        self.last = disk_usage(self.folder).bytes - self.baseline
+        self.last = self._size() - self.baseline
         spent = time.monotonic() - now
         self._rest_until = now + spent / BUSY_SHARE
         if self.last > self.limit_bytes:
             return self.reason()
         return None
+
+    def _size(self) -> int:
+        return sum(disk_usage(folder).bytes for folder in self.folders)
 
     def reason(self) -> str:
         """What the result says when the quota stopped a command."""
