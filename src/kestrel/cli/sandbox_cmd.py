@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -11,14 +10,10 @@ from typing import Annotated, Literal
 
 import typer
 
-from kestrel.app import data_dir
-from kestrel.cli.doctor_view import doctor_view
-from kestrel.protocol.errors import ConfigError
+from kestrel.cli.doctor_view import doctor_view, view_settings
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
 from kestrel.sandbox.probe import ProbeReport, probe
 from kestrel.sandbox.usability import StateUnusable, workspace_state
-from kestrel.settings import load_settings
-from kestrel.store import default_data_dir
 
 EXIT_TIMED_OUT = 124
 EXIT_NO_SANDBOX = 125
@@ -99,8 +94,10 @@ def run_command(
     if network == "allowlist" and not allow_host:
         typer.echo("kestrel: --network allowlist needs at least one --allow-host HOST", err=True)
         raise typer.Exit(2)
-    data = _data_dir(root)
-    config = SandboxConfig(masked_paths=(data,), state=workspace_state(data, root))
+    data, view, problem = view_settings(root)
+    if problem:
+        typer.echo(f"kestrel: {problem}; the sandbox shows its default view", err=True)
+    config = SandboxConfig(masked_paths=(data,), state=workspace_state(data, root), view=view)
     executor = BwrapExecutor(root, network=network, allowed_hosts=allow_host or (), config=config)
     try:
         result = asyncio.run(
@@ -113,15 +110,6 @@ def run_command(
         typer.echo(f"kestrel: timed out after {timeout:g} s", err=True)
         raise typer.Exit(EXIT_TIMED_OUT)
     raise typer.Exit(result.exit_code)
-
-
-def _data_dir(root: Path) -> Path:
-    """Kestrel's data directory as the settings for `root` name it: hidden from the command."""
-    try:
-        settings = load_settings(root, env=os.environ, flags={}, home=Path.home())
-    except ConfigError:
-        return default_data_dir(os.environ)
-    return data_dir(settings)
 
 
 def _write_through(stream: Literal["stdout", "stderr"], text: str) -> None:

@@ -35,7 +35,7 @@ from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.quota import WorkspaceQuota
 from kestrel.sandbox.seccomp import filter_bytes
-from kestrel.sandbox.usability import SandboxState, usability_environment
+from kestrel.sandbox.usability import SandboxState, clear_mount_points, usability_environment
 from kestrel.sandbox.view import (
     PRIVATE_TMP,
     SYSTEM_TOOLCHAINS,
@@ -128,13 +128,13 @@ class BwrapExecutor:
         procs = cgroup.create() if cgroup else []
         capped_memory = cgroup is not None and "memory" in cgroup.dirs
         guard = CommandGuard(cgroup, self._quota())
+        git_files = await GitFiles.record(self.workspace)
         read_fd, write_fd = os.pipe()
         mark = len(self.proxy.denied) if self.proxy else 0
         try:
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(filter_bytes())
             argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
-            git_files = GitFiles.take(self.workspace)
             argv[1:1] = guard.bwrap_args()
             await guard.start()
             result = await self._runner.run(
@@ -147,7 +147,7 @@ class BwrapExecutor:
                 guards=guard.guards(),
             )
             result = await guard.report(result, on_output)
-            result = git_files.report(result, on_output)
+            result = await git_files.check(result, on_output)
             if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
                 allowed = ", ".join(self.proxy.allowed) or "no host"
                 note = (
@@ -160,6 +160,7 @@ class BwrapExecutor:
             return result
         finally:
             os.close(read_fd)
+            git_files.settle()
             await guard.close()
 
     def environment(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -187,6 +188,7 @@ class BwrapExecutor:
             relay = [_python(), RELAY_SCRIPT, f"{PROXY_DIR}/{SOCKET_NAME}"]
         # The root is an empty tmpfs of bubblewrap's: read-only once every mount point exists.
         args += ["--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
+        clear_mount_points(self.config.state, args)
         return [*args, _bash(), "-c", script, "kestrel-sandbox", command, *relay]
 
     def _check_cwd(self, cwd: Path) -> Path:
