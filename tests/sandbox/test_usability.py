@@ -30,7 +30,6 @@ from kestrel.sandbox.usability import (
     SandboxState,
     discard_state,
     mount_targets,
-    workspace_state,
 )
 from kestrel.settings import Settings
 from kestrel.workspace.overlay import discard_layer, layer_for
@@ -288,7 +287,7 @@ async def test_a_symlink_left_in_tmp_cannot_move_a_later_mount_point_onto_the_ho
     assert list(target.iterdir()) == []
 
 
-def test_sandbox_run_keeps_packages_per_workspace_and_a_fresh_tmp(
+def test_sandbox_run_installs_for_the_command_and_leaves_nothing_behind(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
@@ -302,10 +301,11 @@ def test_sandbox_run_keeps_packages_per_workspace_and_a_fresh_tmp(
         assert done.exit_code == 0, done.output
         return done.output
 
-    sandbox_run(f"mkdir -p {PACKAGES_DIR}/lib && touch {PACKAGES_DIR}/lib/kept /tmp/gone")
-    assert sandbox_run(f"ls {PACKAGES_DIR}/lib; test -e /tmp/gone || echo no") == "kept\nno\n"
-    state = workspace_state(data, ws)
-    assert (state.packages / "lib" / "kept").is_file() and not state.tmp.exists()
+    tool = f"{PACKAGES_DIR}/bin/t"
+    made = f"mkdir -p {PACKAGES_DIR}/bin && printf '#!/bin/sh\\necho ran\\n' > {tool}"
+    assert sandbox_run(f"{made} && chmod +x {tool} && cd / && t") == "ran\n"
+    assert sandbox_run("command -v t || echo gone") == "gone\n"
+    assert not data.exists() or not any(data.rglob("t"))
 
 
 def test_mount_targets_reads_every_kind_of_mount_and_stops_at_the_command() -> None:

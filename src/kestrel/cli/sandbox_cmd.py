@@ -13,7 +13,6 @@ import typer
 from kestrel.cli.doctor_view import doctor_view, view_settings
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
 from kestrel.sandbox.probe import ProbeReport, probe
-from kestrel.sandbox.usability import StateUnusable, workspace_state
 
 EXIT_TIMED_OUT = 124
 EXIT_NO_SANDBOX = 125
@@ -97,13 +96,13 @@ def run_command(
     data, view, problem = view_settings(root)
     if problem:
         typer.echo(f"kestrel: {problem}; the sandbox shows its default view", err=True)
-    config = SandboxConfig(masked_paths=(data,), state=workspace_state(data, root), view=view)
+    config = SandboxConfig(masked_paths=(data,), view=view)
     executor = BwrapExecutor(root, network=network, allowed_hosts=allow_host or (), config=config)
     try:
         result = asyncio.run(
             executor.run(line, cwd=root, timeout_s=timeout, on_output=_write_through)
         )
-    except (SandboxUnavailable, StateUnusable) as exc:
+    except SandboxUnavailable as exc:
         typer.echo(f"kestrel: {exc}; run `kestrel doctor`", err=True)
         raise typer.Exit(EXIT_NO_SANDBOX) from None
     if result.timed_out:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -61,13 +60,6 @@ class SandboxState:
     def packages(self) -> Path:
         """The host directory behind `PACKAGES_DIR`."""
         return self.root / "packages"
-
-
-def workspace_state(data_dir: Path, workspace: Path) -> SandboxState:
-    """The state of sandboxed commands outside a session (`kestrel sandbox run`): installed
-    packages kept per workspace under Kestrel's data directory, a fresh /tmp each time."""
-    key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return SandboxState(data_dir / "sandbox" / key, keep_tmp=False)
 
 
 def prepare_state(state: SandboxState) -> None:
