@@ -363,6 +363,9 @@ def test_a_reason_names_what_is_destroyed() -> None:
         ("cd $WHERE && mv .aws old", True),
         ("cd ~ && mv .kube kube.old", True),
         ("cd ~ && mv notes.txt old.txt", False),
+        ("cd /root && rm .ssh/id_rsa", True),
+        ("mv evil.pub ~/.ssh/authorized_keys", True),
+        ("mv notes.txt ~", False),
     ],
 )
 def test_credential_folders_are_found_after_a_cd(line: str, dangerous: bool) -> None:
@@ -379,3 +382,9 @@ def test_new_families_do_not_ask_whether_the_tree_is_dirty() -> None:
     line = "kubectl delete ns x && aws s3 rb s3://b && dropdb prod && mv ~/.ssh /tmp"
     assert len(classify_shell(parse_shell(line), root=ROOT, cwd=ROOT, dirty=dirty)) == 4
     assert calls == []
+
+
+def test_a_workspace_that_is_the_home_directory_still_guards_its_credentials() -> None:
+    home = Path("/home/dev")
+    found = classify_shell(parse_shell("rm -rf .ssh"), root=home, cwd=home, dirty=lambda: True)
+    assert [d.reason for d in found] == ["it deletes .ssh, which holds SSH keys"]

@@ -131,10 +131,11 @@ def secret_writes(command: SimpleCommand, scan: Scan) -> list[str]:
     directory itself; reading them is left to Read rules."""
     verb = _VERBS.get(command.name, "overwrites")
     reasons = []
+    into = _destination(command)
     for word in written(command):
         held = _secret(word, scan)
-        if held:
-            reasons.append(f"it {verb} {word}, {held}")
+        if held and not (word == into and held == _WHOLE_HOME):  # `mv notes.txt ~` is fine
+            reasons.append(f"it {'writes into' if word == into else verb} {word}, {held}")
     fed = scan.parent_name(command) == "xargs" and command.name in _VERBS
     runtime = fed or any("$" in w for w in written(command))
     if runtime and not reasons and (named := loops_over(scan.source, _SECRET_NAMED)):
@@ -155,10 +156,19 @@ def loops_over(source: str, folder: re.Pattern[str]) -> str:
 
 
 _LOG_NAMED = re.compile(r"/var/log|/var/adm")
+_WHOLE_HOME = "the home directory itself, with every credential and setting in it"
 _SECRET_NAMED = re.compile(
     r"(~|\$HOME|\$\{HOME\}|/root|/home/[^/\s]+)/\.(ssh|aws|gnupg|kube|docker|azure|netrc"
     r"|git-credentials|config/gcloud|config/gh|pgpass|pypirc|npmrc|password-store)"
 )
+
+
+def _destination(command: SimpleCommand) -> str:
+    """The folder a move or copy puts things into, when the command has one."""
+    if command.name not in ("mv", "cp", "ln", "rsync", "install") or len(command.words) < 3:
+        return ""
+    operands = split(command.words[1:])[1]
+    return operands[-1] if operands else ""
 
 
 def home_secret(word: str) -> str:
@@ -169,12 +179,15 @@ def home_secret(word: str) -> str:
         return ""
     rest = [p for p in (match[2] or "").split("/") if p not in ("", ".")]
     if not rest:
-        return "the home directory itself, with every credential and setting in it"
+        return _WHOLE_HOME
     return _held(rest)
 
 
 def _secret(word: str, scan: Scan) -> str:
     if held := home_secret(word):
+        return held
+    path = scan.resolve(word)  # `cd /root && rm .ssh/id_rsa`, or a workspace that is home
+    if path is not None and (held := home_secret(str(path))):
         return held
     if scan.cwd is not None or word.startswith("/") or word.startswith("~") or "$" in word:
         return ""
