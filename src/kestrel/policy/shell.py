@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser, Tree
 
-from kestrel.policy.shell_certainty import code_word, heredocs_agree, odd_node, split_redirect
+from kestrel.policy.shell_certainty import (
+    code_word,
+    heredocs_agree,
+    misplaced_reserved_word,
+    odd_node,
+    split_redirect,
+)
 from kestrel.policy.shell_options import (
     _inline_code,
     _options,
@@ -25,6 +31,7 @@ from kestrel.policy.shell_words import (
     _descendants,
     _gap_words,
     _kids,
+    _owner,
     _redirects,
     _short,
     _spilled,
@@ -93,7 +100,6 @@ class _Ctx:
 
 _REDIRECTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect"})
 _HEREDOC_PARTS = frozenset({"heredoc_start", "heredoc_body", "heredoc_end", "file_redirect"})
-_RESERVED = frozenset({"fi", "then", "done", "do", "else", "elif", "esac", "in", "}", ";;", "]]"})
 _PSEUDO = frozenset({"declaration_command", "unset_command", "test_command"})
 
 
@@ -315,10 +321,7 @@ class _Walker:
         name, words, short = command.name, command.words, _short(command.text)
         if seg[0].dynamic:
             self._risk("dynamic-command", f"command name {seg[0].value} is only known at run time")
-        if (
-            seg[0].value in _RESERVED
-            and job.src[seg[0].start : seg[0].end] == seg[0].value.encode()
-        ):
+        if misplaced_reserved_word(seg[0].value, job.src[seg[0].start : seg[0].end]):
             self._risk("syntax-error", f"the reserved word {seg[0].value} where a command belongs")
         code: str | None = None
         via: Via = "inline-code"
@@ -390,12 +393,3 @@ class _Emit:
     src: bytes
     depth: int
     spans: list[tuple[int, int, int]]
-
-
-def _owner(spans: list[tuple[int, int, int]], word: int, top: int) -> int:
-    """The innermost command (wrapper or wrapped) whose words include word number `word`."""
-    best, best_lo = top, -1
-    for lo, hi, index in spans:
-        if lo <= word < hi and lo >= best_lo:
-            best, best_lo = index, lo
-    return best

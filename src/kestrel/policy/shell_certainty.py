@@ -9,7 +9,15 @@ from kestrel.policy.shell_heredoc import read_heredocs
 from kestrel.policy.shell_options import _inline_code
 from kestrel.policy.shell_words import _descendants, _redirects
 
-__all__ = ["code_word", "heredocs_agree", "odd_node", "split_redirect"]
+__all__ = [
+    "code_word",
+    "heredocs_agree",
+    "misplaced_reserved_word",
+    "odd_node",
+    "split_redirect",
+]
+
+_RESERVED = frozenset({"fi", "then", "done", "do", "else", "elif", "esac", "in", "}", ";;", "]]"})
 
 
 def split_redirect(root: Node, src: bytes) -> bool:
@@ -69,3 +77,9 @@ def odd_node(root: Node) -> str | None:
             odd = next(c for c in node.children if c.type not in _COMMAND_PARTS)
             return f"{odd.type.replace('_', ' ')} inside a command's words"
     return None
+
+
+def misplaced_reserved_word(value: str, written: bytes) -> bool:
+    """Whether a command's name is an unquoted reserved word (`fi`, `done`): bash rejects the
+    line, tree-sitter reads a command named `fi`."""
+    return value in _RESERVED and written == value.encode()

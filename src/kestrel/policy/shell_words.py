@@ -191,3 +191,12 @@ def _spilled(node: Node) -> list[_Word]:
     if node.type != "file_redirect":
         return []
     return [_word(d) for d in node.children_by_field_name("destination")[1:]]
+
+
+def _owner(spans: list[tuple[int, int, int]], word: int, top: int) -> int:
+    """The innermost command (wrapper or wrapped) whose words include word number `word`."""
+    best, best_lo = top, -1
+    for lo, hi, index in spans:
+        if lo <= word < hi and lo >= best_lo:
+            best, best_lo = index, lo
+    return best
