@@ -109,6 +109,8 @@ def _git(words: Sequence[str]) -> list[Effect]:
 def _git_global(words: Sequence[str], i: int) -> list[Effect]:
     arg = words[i]
     option, eq, value = arg.partition("=")
+    if option == "-C" and i + 1 < len(words) and words[i + 1].startswith(("/", "~", "$", "..")):
+        return [_effect("other-repository", f"`git -C {words[i + 1]}` works in another folder", i)]
     if option in ("--git-dir", "--work-tree"):
         return [_effect("other-repository", f"`git {option}` points git at another tree", i)]
     if option == "--exec-path" and eq:
@@ -246,6 +248,14 @@ def _awk(words: Sequence[str]) -> list[Effect]:
     return out
 
 
+def _dd(words: Sequence[str]) -> list[Effect]:
+    return [
+        _effect("writes-file", "`dd of=` writes the file", k, w[3:])
+        for k, w in enumerate(words[1:], 1)
+        if w.startswith("of=")
+    ]
+
+
 def _effect(kind: EffectKind, reason: str, at: int, path: str | None = None) -> Effect:
     return Effect(kind=kind, reason=reason, at=at, path=path)
 
@@ -261,6 +271,7 @@ _CHECKS: dict[str, Callable[[Sequence[str]], list[Effect]]] = {
     "pip": _pip,
     "pip3": _pip,
     "cargo": _cargo,
+    "dd": _dd,
     "go": _go,
     "uv": _uv,
     "uvx": _uv,

@@ -135,7 +135,10 @@ GIT_SUB: dict[str, Table] = {
     ),
     "submodule": Table({}, operands=None),
     "archive": Table(_OUTPUT | {"-o": _write(), "--exec": _run("runs a program remotely")}),
-    "bundle": Table({}),
+    "bundle": Table({}, operands=_write("writes a bundle file")),
+    "init": Table({}, operands=_write("creates a repository here")),
+    "worktree": Table({}, operands=_write("creates a working tree here")),
+    "apply": Table({"--unsafe-paths": Opt("writes-file", "patches files outside the tree")}),
     "grep": Table(
         {"-O": _run("opens files in a pager program", "none")}
         | {"--open-files-in-pager": _run("opens files in a pager program", "none")}
@@ -150,7 +153,8 @@ GIT_SUB: dict[str, Table] = {
         {"-u": _run("runs a program on the remote side")}
         | {"--upload-pack": _run("runs a program on the remote side")}
         | {"--template": _run("copies hooks from a template folder")}
-        | {"-c": _run("sets config that can run programs"), "--config": _run("sets config")}
+        | {"-c": _run("sets config that can run programs"), "--config": _run("sets config")},
+        operands=_write("clones into this folder"),
     ),
     "fetch": Table({"--upload-pack": _run("runs a program on the remote side")}),
     "pull": Table({"--upload-pack": _run("runs a program on the remote side")}),
@@ -214,6 +218,10 @@ _TAR = Table(
     | {"--info-script": _run("runs a script"), "--new-volume-script": _run("runs a script")}
     | {"-C": _write("works in another folder"), "--directory": _write("works elsewhere")}
     | {"-f": _write("reads or writes this archive"), "--file": _write("reads or writes this")}
+    | {
+        "-P": Opt("writes-file", "keeps absolute paths"),
+        "--absolute-names": Opt("writes-file", "keeps absolute paths"),
+    }
 )
 _RSYNC = Table(
     {"-e": _run("runs a remote shell program"), "--rsh": _run("runs a remote shell")}
