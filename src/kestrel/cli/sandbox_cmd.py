@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -11,8 +12,12 @@ from typing import Annotated, Literal
 import typer
 
 from kestrel.cli.doctor_view import doctor_view, view_settings
+from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
+from kestrel.sandbox.limits import Limits
 from kestrel.sandbox.probe import ProbeReport, probe
+from kestrel.settings import load_settings
+from kestrel.settings_limits import SandboxLimitSettings
 
 EXIT_TIMED_OUT = 124
 EXIT_NO_SANDBOX = 125
@@ -96,7 +101,7 @@ def run_command(
     data, view, problem = view_settings(root)
     if problem:
         typer.echo(f"kestrel: {problem}; the sandbox shows its default view", err=True)
-    config = SandboxConfig(masked_paths=(data,), view=view)
+    config = SandboxConfig(masked_paths=(data,), view=view, limits=_limits(root))
     executor = BwrapExecutor(root, network=network, allowed_hosts=allow_host or (), config=config)
     try:
         result = asyncio.run(
@@ -109,6 +114,16 @@ def run_command(
         typer.echo(f"kestrel: timed out after {timeout:g} s", err=True)
         raise typer.Exit(EXIT_TIMED_OUT)
     raise typer.Exit(result.exit_code)
+
+
+def _limits(root: Path) -> Limits:
+    """The `[sandbox_limits]` the settings for `root` ask for (the defaults if they are broken,
+    which the view's check has already said)."""
+    try:
+        settings = load_settings(root, env=os.environ, flags={}, home=Path.home())
+    except ConfigError:
+        return SandboxLimitSettings().limits()
+    return settings.sandbox_limits.limits()
 
 
 def _write_through(stream: Literal["stdout", "stderr"], text: str) -> None:
