@@ -170,7 +170,7 @@ def encoded_view(text: str) -> View | None:
     """Base64 and hex runs that decode to readable text, each on its own line."""
     parts: list[tuple[int, str]] = []
     for pattern, decode in ((_B64_RUN, _from_base64), (_HEX_RUN, _from_hex)):
-        tried = 0
+        tried, line, last = 0, 1, 0
         for match in pattern.finditer(text):
             run = match.group()
             if pattern is _B64_RUN and not _mixed(run):
@@ -180,7 +180,9 @@ def encoded_view(text: str) -> View | None:
                 break
             plain = decode(run)
             if plain is not None:
-                parts.append((text.count("\n", 0, match.start()) + 1, " ".join(plain.split())))
+                line += text.count("\n", last, match.start())
+                last = match.start()
+                parts.append((line, " ".join(plain.split())))
     parts.sort(key=lambda p: p[0])
     return pieces(parts, "base64/hex decoded")
 
@@ -222,7 +224,7 @@ def _readable(raw: bytes) -> str | None:
     return plain if letters * 10 >= len(plain) * 6 else None
 
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.){8,}"')
+_STRING = re.compile(r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"')
 _ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8})")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _ENTITY = re.compile(r"&(?:#[0-9]{2,7}|#x[0-9A-Fa-f]{2,6}|[A-Za-z]{2,8});")
@@ -235,17 +237,28 @@ def literal_view(text: str) -> View | None:
     instruction at the start of a line see it only here.
     """
     parts: list[tuple[int, str]] = []
-    for count, match in enumerate(_STRING.finditer(text)):
-        if count >= MAX_LITERALS:
-            break
+    line, last = 1, 0
+    for match in _STRING.finditer(text):
         raw = match.group()
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw[1:-1]
-        if isinstance(value, str):
-            parts.append((text.count("\n", 0, match.start()) + 1, " ".join(value.split())))
+        if len(raw) < 10 or (" " not in raw and "\\" not in raw):
+            continue  # No sentence fits in a short string or a single word.
+        if len(parts) >= MAX_LITERALS:
+            break
+        line += text.count("\n", last, match.start())
+        last = match.start()
+        value = _string_value(raw)
+        parts.append((line, " ".join(value.split())))
     return pieces(parts, "string literal")
+
+
+def _string_value(raw: str) -> str:
+    if "\\" not in raw:
+        return raw[1:-1]
+    try:
+        value = json.loads(raw)
+    except ValueError:  # Not JSON's escapes (a Python or shell string): read it as written.
+        return raw[1:-1]
+    return value if isinstance(value, str) else raw[1:-1]
 
 
 def escapes_view(text: str) -> View | None:
