@@ -130,8 +130,8 @@ async def replay(
 
 def _reason_key(reason: str) -> str:
     """A reason with the command-specific parts cut, so similar reasons count together."""
-    reason = re.sub(r"\(.*?\)", "(...)", reason.split(";")[0])
-    return reason[:140]
+    plain = re.sub(r" \((?:[^()]|\([^()]*\))*\)", " (...)", reason)
+    return plain.split("; ")[0][:160]
 
 
 def main() -> int:
