@@ -31,6 +31,15 @@ _LINE_PREFIX = r"(?:[ \t]*+\d++\t|[^\n:]{1,200}+:\d++:[ \t]?)?"
 _MARKERS = r"[\s#/*;>\"'`-]*"
 """Comment markers and quotes a line may start with before the text addressed to the agent."""
 
+_ML_ADDRESSEE = (
+    r"(?:IA|asistente|agente|modelo|assistente|assistant|KI|Assistent|Agent|Modell|ИИ|"
+    r"ассистент|агент|модель|нейросеть|AI|LLM|助手|人工智能|智能体|代理|模型|アシスタント|"
+    r"エージェント|モデル)"
+)
+_ML_RUN = (
+    r"(?:ejecuta|ejecute|ejecutar|corre|exécute[rz]?|lance[rz]?|führe|führen|starte|"
+    r"executa|execute|rode|выполни|выполните|запусти|запустите|运行|執行|执行|実行)"
+)
 _ROLE_TAGS = r"(?:system|assistant|system[_-]prompt|instructions)"
 
 ENGLISH: tuple[Pattern, ...] = (
@@ -54,9 +63,13 @@ ENGLISH: tuple[Pattern, ...] = (
     (
         "addressed to the agent",
         re.compile(
-            rf"^{_LINE_PREFIX}{_MARKERS}(?:{ADDRESSEE}|system|note (?:to|for) (?:the\s+)?"
+            # One pattern for English and other languages: each costs a pass over the text.
+            rf"^{_LINE_PREFIX}{_MARKERS}(?:(?:{ADDRESSEE}|system|note (?:to|for) (?:the\s+)?"
             rf"{ADDRESSEE})\s*[:>,-]\s*(?:please\s+)?(?:you\s+(?:must|should)\s+)?(?:now\s+)?"
-            rf"{_VERBS}\b",
+            rf"{_VERBS}\b"
+            rf"|(?:{_ML_ADDRESSEE})\s*[:,：，、]\s*"
+            rf"(?:por\s+favor\s+|s'il\s+te\s+plaît\s+|bitte\s+|пожалуйста,?\s+|请|請|)?[^\n]{{0,40}}?"
+            rf"{_ML_RUN})",
             _IM,
         ),
         (),
@@ -108,15 +121,6 @@ ENGLISH: tuple[Pattern, ...] = (
     ),
 )
 
-_ML_ADDRESSEE = (
-    r"(?:IA|asistente|agente|modelo|assistente|assistant|KI|Assistent|Agent|Modell|ИИ|"
-    r"ассистент|агент|модель|нейросеть|AI|LLM|助手|人工智能|智能体|代理|模型|アシスタント|"
-    r"エージェント|モデル)"
-)
-_ML_RUN = (
-    r"(?:ejecuta|ejecute|ejecutar|corre|exécute[rz]?|lance[rz]?|führe|führen|starte|"
-    r"executa|execute|rode|выполни|выполните|запусти|запустите|运行|執行|执行|実行)"
-)
 MULTILINGUAL: tuple[Pattern, ...] = (
     (
         "override",
@@ -204,16 +208,6 @@ MULTILINGUAL: tuple[Pattern, ...] = (
             _I,
         ),
         (("пользовател", "用户", "使用者", "ユーザー"),),
-    ),
-    (
-        "addressed to the agent",
-        re.compile(
-            rf"^{_LINE_PREFIX}{_MARKERS}(?:{_ML_ADDRESSEE})\s*[:,：，、]\s*"
-            rf"(?:por\s+favor\s+|s'il\s+te\s+plaît\s+|bitte\s+|пожалуйста,?\s+|请|請|)?[^\n]{{0,40}}?"
-            rf"{_ML_RUN}",
-            _IM,
-        ),
-        (),
     ),
 )
 
