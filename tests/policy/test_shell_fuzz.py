@@ -10,8 +10,10 @@ Hypothesis drives the generator's choices, so a failure shrinks to a small repro
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -82,3 +84,20 @@ def test_the_checks_can_fail() -> None:
         assert any(r.kind == "syntax-error" for r in parse_shell(line).risks)
         assert FUZZ.check(line) == []
     assert not FUZZ.bash_rejects("echo ok > out.txt")
+
+
+def test_the_campaign_runs_unattended_and_writes_its_checkpoint(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "fuzz.json"
+    script = Path(__file__).parents[2] / "bench" / "fuzz_shell.py"
+    args = ["--cpu-seconds", "2", "--workers", "2", "--seed", "1", "--checkpoint", str(checkpoint)]
+    done = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "examples" in done.stdout and "failures: 0" in done.stdout
+    totals = json.loads(checkpoint.read_text())
+    assert totals["done"] is True and totals["examples"] > 0 and totals["failures"] == []
