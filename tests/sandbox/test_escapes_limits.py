@@ -22,7 +22,7 @@ import pytest
 from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.limits import Limits, MiB, detect_cgroups
-from kestrel.sandbox.output import MAX_OUTPUT_CHARS
+from kestrel.sandbox.output import MAX_OUTPUT_CHARS, OutputBuffer
 from kestrel.settings import load_settings
 from kestrel.settings_limits import SandboxLimitSettings
 
@@ -265,3 +265,15 @@ def test_bad_limits_are_refused_with_a_clear_error(tmp_path: Path) -> None:
         user.write_text(f"[sandbox_limits]\n{table}\n")
         with pytest.raises(ConfigError, match="sandbox_limits"):
             load_settings(repo, env={}, flags={}, home=home)
+
+
+def test_a_flood_keeps_its_head_and_tail_and_says_how_much_was_left_out() -> None:
+    kept = OutputBuffer(limit=20)
+    for piece in ("start-", "a" * 1000, "b" * 5, "-end"):
+        kept.add(piece)
+    text = kept.text()
+    assert text.startswith("start-aaaa") and text.endswith("abbbbb-end")
+    assert "[kestrel: 995 characters of output left out here]" in text
+    small = OutputBuffer(limit=100)
+    small.add("all of it")
+    assert small.text() == "all of it"
