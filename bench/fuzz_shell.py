@@ -295,6 +295,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.cpu_seconds <= 0 or args.workers < 1:
         parser.error("--cpu-seconds must be positive and --workers at least 1")
+    try:
+        args.checkpoint.write_text("{}")
+    except OSError as exc:
+        parser.error(f"cannot write the checkpoint {args.checkpoint}: {exc}")
     totals = run(args.cpu_seconds, args.workers, args.seed, args.checkpoint)
     print(f"seed {totals['seed']}: {totals['examples']} examples, {totals['cpu_seconds']} CPU s")
     print(f"failures: {len(totals['failures'])} (checkpoint: {args.checkpoint})")

@@ -145,7 +145,11 @@ def main() -> int:
     args = parser.parse_args()
     if not args.commands and not all((args.repo, args.commit, args.trajs, args.ids)):
         parser.error("give --commands, or all of --repo --commit --trajs --ids")
-    commands = load(args)
+    try:
+        commands = load(args)
+    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as exc:
+        print(f"replay_rules: cannot read the commands: {exc}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as folder:
         counts = asyncio.run(replay(commands, Path(folder)))
     print(f"rules: {', '.join(RULES)}")
