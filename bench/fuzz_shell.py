@@ -50,12 +50,14 @@ RULE_SETS = [
 MODES = ("default", "accept-edits", "bypass")
 
 _NAMES = ["echo", "cat", "git", "ls", "python3", "python", "sed", "grep", "rm", "curl", "sh"]
-_NAMES += ["bash"]
+_NAMES += ["bash", "dd", "pytest", "make", "pip", "uv", "cargo", "go", "rsync", "wget", "yarn"]
 _NAMES += ["find", "xargs", "env", "sudo", "timeout", "npm", "tar", "awk", "tee", "sort", "cd"]
 _ARGS = ["-n", "-la", "--output=/tmp/x", "log", "-c", "x", "src/a.py", "$HOME", "~", "~+/..", "*"]
 _ARGS += ["-exec", "{}", ";", "--", "-i", "s/a/b/", "$(id)", "`id`", "<(id)", ">(id)", "$((1<<2))"]
 _ARGS += ["'single quoted'", '"double $x"', "$'ansi\\n\\x41'", "${HOME}", "$OLDPWD", "é", "日本"]
 _ARGS += ["\\ ", "a\\\nb", "#comment", "'(' ')'", '"a)"', "{a,b}", "!", "[[", "]]", "=", "x=1"]
+_ARGS += ["--output", "foreach", "ext::sh", "-C", "/tmp", "--git-dir=/x", "of=/tmp/x", "-o", "run"]
+_ARGS += ["-p", "no:x", "--to-command=sh", "-e", "1e id", "s/a/b/w /tmp/x", "--out=x", "-Ox"]
 _OPS = [">", ">>", ">|", "&>", "&>>", "2>", "2>&1", ">&2", ">&", "<", "<>", "<<<", "3>", "1>&-"]
 _TARGETS = ["out.txt", "/tmp/x", "$HOME/.bashrc", "~/x", "${X}", "/dev/null", "'a b'", "../x"]
 _JOIN = [" ; ", " && ", " || ", " | ", " & ", "\n", " |& "]
