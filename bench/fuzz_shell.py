@@ -44,7 +44,7 @@ ROOT = Path("/work-fuzz/ws")
 RULE_SETS = [
     ["Bash"],
     ["Bash(git:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(ls:*)", "Bash(sed:*)", "Bash(grep:*)"],
-    ["BashHeredoc(cat)", "BashHeredoc(python3)", "Bash(python -c *)", "Bash(python3 -c *)"],
+    ["BashHeredoc(cat)", "BashHeredoc(python3 -)", "Bash(python -c *)", "Bash(python3 -c *)"],
     ["BashRegex((?s).*)"],
 ]
 MODES = ("default", "accept-edits", "bypass")

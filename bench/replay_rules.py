@@ -35,7 +35,9 @@ RULES = [
     # Heredocs that write files, and programs fed to Python through one.
     "BashHeredoc(cat)",
     "BashHeredoc(python)",
+    "BashHeredoc(python -)",
     "BashHeredoc(python3)",
+    "BashHeredoc(python3 -)",
     # Any `python -c` program (it still runs in the sandbox).
     "Bash(python -c *)",
     "Bash(python3 -c *)",

@@ -37,6 +37,8 @@ def decide(allow: list[str], command: str, root: Path, mode: str = "default") ->
         ("Bash(grep -n 'a b':*)", ["grep", "-n", "a b", "f"], True),
         ("Bash(ls [ab]?)", ["ls", "[ab]?"], True),
         ("BashHeredoc(cat)", ["cat"], True),
+        ("BashHeredoc(cat)", ["cat", "/etc/shadow", "-"], False),  # exactly `cat`
+        ("BashHeredoc(python3 -)", ["python3", "-"], True),
         ("BashExact(ls)", ["ls"], False),  # a whole-line rule says nothing about one command
     ],
 )

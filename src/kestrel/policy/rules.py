@@ -378,9 +378,9 @@ def command_matches(rule: Rule, words: Sequence[str]) -> bool:
     spec = read_spec(rule.specifier)
     if spec.glob is not None:
         return spec.glob.match(" ".join(words)) is not None
-    if spec.prefix or rule.form == "heredoc":
+    if spec.prefix:
         return words[: len(spec.words)] == spec.words
-    return words == spec.words
+    return words == spec.words  # BashHeredoc(cat) too: exactly `cat`, fed by the heredoc
 
 
 def rule_words(assignments: Sequence[str], words: Sequence[str]) -> tuple[str, ...]:
