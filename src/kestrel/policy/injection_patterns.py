@@ -28,6 +28,8 @@ ADDRESSEE = (
 )
 _LINE_PREFIX = r"(?:[ \t]*+\d++\t|[^\n:]{1,200}+:\d++:[ \t]?)?"
 """What tools put before a line of a file: `read_file`'s line number, `grep`'s `path:line:`."""
+_LINE_START = "(?:^|(?<=\u2028))"
+"""The start of a line, or of a line joined into a comment block (see `injection_views.JOIN`)."""
 _MARKERS = r"[\s#/*;>\"'`-]*"
 """Comment markers and quotes a line may start with before the text addressed to the agent."""
 
@@ -64,8 +66,9 @@ ENGLISH: tuple[Pattern, ...] = (
         "addressed to the agent",
         re.compile(
             # One pattern for English and other languages: each costs a pass over the text.
-            rf"^{_LINE_PREFIX}{_MARKERS}(?:(?:{ADDRESSEE}|system|note (?:to|for) (?:the\s+)?"
-            rf"{ADDRESSEE})\s*[:>,-]\s*(?:please\s+)?(?:you\s+(?:must|should)\s+)?(?:now\s+)?"
+            rf"{_LINE_START}{_LINE_PREFIX}{_MARKERS}"
+            rf"(?:(?:{ADDRESSEE}|system|note (?:to|for) (?:the\s+)?{ADDRESSEE})\s*[:>,-]\s*"
+            r"(?:please\s+)?(?:you\s+(?:must|should)\s+)?(?:now\s+)?"
             rf"{_VERBS}\b"
             rf"|(?:{_ML_ADDRESSEE})\s*[:,：，、]\s*"
             rf"(?:por\s+favor\s+|s'il\s+te\s+plaît\s+|bitte\s+|пожалуйста,?\s+|请|請|)?[^\n]{{0,40}}?"
@@ -227,7 +230,7 @@ PIPE_TO_SHELL = re.compile(
 """A command that runs what it downloads."""
 
 VOCATIVE = re.compile(
-    rf"(?:^{_LINE_PREFIX}{_MARKERS}|[.!?]\s+|\(\s*)(?:{ADDRESSEE})\s*[:,]"
+    rf"(?:{_LINE_START}{_LINE_PREFIX}{_MARKERS}|[.!?]\s+|\(\s*)(?:{ADDRESSEE})\s*[:,]"
     rf"|\bnote\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{ADDRESSEE}\b"
     rf"|\b(?:if|when|since|as)\s+you\s+are\s+an?\s+(?:ai|llm|language\s+model|agent|assistant|"
     rf"coding\s+agent|bot)\b"

@@ -302,34 +302,47 @@ def joined_view(text: str) -> View | None:
     """Comment blocks as one line each, markers and quote joins removed.
 
     "# Ignore all previous" followed by "# instructions" reads as one sentence here, and so
-    does `"ign" + "ore previous instructions"`. Blocks whose lines start with no marker are
-    left out: the patterns read across a plain line break already.
+    does `"ign" + "ore previous instructions"`. A block is a run of lines that start with a
+    marker (a comment sign, a quote, a diff's `+`, a tool's line number), with the line before
+    it; plain wrapped prose is left out, as the patterns read across a plain line break.
     """
     parts: list[tuple[int, str]] = []
     block: list[str] = []
     first = 0
-    marked = False
+    before: tuple[int, str] | None = None
     for number, line in enumerate(text.split("\n"), 1):
         bare = line.lstrip(_LEAD)
-        if bare and not block:
-            first = number
-        if bare:
-            marked = marked or len(bare) < len(line.lstrip())
+        marked = bool(bare) and _marked(line[: len(line) - len(bare)])
+        if marked and not block:
+            first, block = (before[0], [before[1]]) if before else (number, [])
+        if marked:
             block.append(bare.rstrip(_TRAIL))
-        if block and (not bare or len(block) == MAX_JOINED):
-            _add_block(parts, first, block, marked)
-            block, marked = [], False
+        if block and (not marked or len(block) >= MAX_JOINED):
+            _add_block(parts, first, block)
+            block = []
+        before = (number, bare.rstrip(_TRAIL)) if bare and not marked else None
+        if before and "+" in bare:
+            _add_block(parts, number, [before[1]])
     if block:
-        _add_block(parts, first, block, marked)
+        _add_block(parts, first, block)
+    parts.sort(key=lambda p: p[0])
     return pieces(parts, "lines joined")
 
 
-def _add_block(parts: list[tuple[int, str]], first: int, block: list[str], marked: bool) -> None:
+def _marked(prefix: str) -> bool:
+    """Whether what a line starts with is a marker rather than indentation or a number."""
+    sign = prefix.strip()
+    if not sign:
+        return False
+    return "\t" in prefix if sign.isdigit() else True
+
+
+def _add_block(parts: list[tuple[int, str]], first: int, block: list[str]) -> None:
     joined = JOIN.join(block)
     if "+" in joined:
         unquoted = _CONCAT.sub("", joined)
         if unquoted != joined:
             parts.append((first, unquoted))
             return
-    if marked and len(block) > 1:
+    if len(block) > 1:
         parts.append((first, joined))
