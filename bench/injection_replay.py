@@ -140,10 +140,17 @@ def main() -> None:
     parser.add_argument("--no-worst", action="store_true", help="skip the synthetic worst cases")
     args = parser.parse_args()
     if args.files is not None:
+        if not args.files.is_dir():
+            parser.error(f"--files: not a folder: {args.files}")
         measure(checkout_files(args.files), args.cut)
     elif args.trajs:
-        ids = args.ids_file.read_text().split() if args.ids_file else None
-        measure(tool_results(args.trajs, args.commit, args.folder, ids), args.cut)
+        try:
+            ids = args.ids_file.read_text().split() if args.ids_file else None
+            measure(tool_results(args.trajs, args.commit, args.folder, ids), args.cut)
+        except OSError as error:
+            sys.exit(f"cannot read {error.filename}: {error.strerror}")
+        except subprocess.CalledProcessError as error:
+            sys.exit(f"cannot list the runs in {args.trajs}: {error.stderr.strip()}")
     else:
         parser.error("give --trajs or --files")
     if not args.no_worst:
