@@ -140,3 +140,23 @@ def test_a_line_the_parser_cannot_read_is_asked_about_in_every_mode(tmp_path: Pa
     for mode in ("default", "accept-edits", "bypass"):
         verdict, reason = decide(["Bash"], "cat <<A <<B\na\nA\nb\nB", tmp_path, mode)
         assert verdict == "ask" and "could not parse" in reason
+
+
+def test_the_new_forms_deny_and_ask_too(tmp_path: Path) -> None:
+    rules = RuleSet.from_lists(
+        {
+            "allow": ["Bash"],
+            "ask": ["BashHeredoc(python3 -)"],
+            "deny": [r"BashRegex((?s).*\bcurl\b.*)", "BashExact(make deploy)"],
+        }
+    )
+    gate = PermissionGate(rules=rules, dirty=lambda: False)
+
+    def verdict(command: str) -> str:
+        subject = CallSubject(tool="bash", kind="execute", root=tmp_path, command=command)
+        return asyncio.run(gate.check(subject, "bypass")).verdict
+
+    assert verdict("ls && curl -s https://example.com") == "deny"
+    assert verdict("make deploy") == "deny"
+    assert verdict("python3 - <<'EOF'\nprint(1)\nEOF") == "ask"
+    assert verdict("make test") == "allow"
