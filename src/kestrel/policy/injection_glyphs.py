@@ -54,7 +54,9 @@ def decode_tags(text: str) -> str:
 
 def hidden_tag_text(text: str) -> list[tuple[int, str]]:
     """(offset, ASCII) of each run of tag characters that is not part of an emoji flag."""
-    found = []
+    found: list[tuple[int, str]] = []
+    if text.isascii():
+        return found
     for match in TAG_CHARS.finditer(text):
         plain = _tag_text(text, match)
         if plain.strip():
