@@ -337,3 +337,14 @@ async def test_settings_paths_appear_read_only_or_writable(scene: Scene) -> None
     )
     assert "shared lib" in result.output and "ro-refused" in result.output, result.output
     assert not (shared / "x").exists() and (cache / "c").read_text() == "c\n"
+
+
+async def test_a_settings_path_switched_to_run_by_a_symlink_is_not_shown(scene: Scene) -> None:
+    (scene.root / "sdk").mkdir()
+    link = scene.ws / "sdk-link"  # in the workspace: a command can retarget it
+    link.symlink_to(scene.root / "sdk")
+    view = ViewOptions(read_only=(link,))
+    await run_in(scene, f"rm {link} && ln -s /run {link}", view)
+    assert os.path.realpath(link) == "/run"
+    result = await run_in(scene, "ls -A /run 2>&1", view)
+    empty_or_absent(result, scene)

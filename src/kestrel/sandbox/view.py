@@ -114,8 +114,9 @@ def build_view(
         view.append(Mount("tmpfs", str(home), why="your home: empty, private"))
         view += toolchain_mounts(home, opts.toolchains)
     # A missing path would stop bubblewrap; `kestrel doctor` shows what is mounted.
-    view += [Mount("ro", str(p), why="settings: read_only") for p in _existing(opts.read_only)]
-    view += [Mount("rw", str(p), why="settings: writable") for p in _existing(opts.writable)]
+    ro, rw = _allowed(opts.read_only, home, False), _allowed(opts.writable, home, True)
+    view += [Mount("ro", str(p), why="settings: read_only") for p in ro]
+    view += [Mount("rw", str(p), why="settings: writable") for p in rw]
     if opts.path_dirs:
         view += path_mounts(view, home, opts.toolchains)
     view.append(Mount("rw", str(workspace), why="workspace"))
@@ -249,8 +250,18 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path.expanduser()))
 
 
-def _existing(paths: Iterable[Path]) -> list[Path]:
-    return [real for real in map(_real, paths) if real.exists()]
+def _allowed(paths: Iterable[Path], home: Path | None, writable: bool) -> list[Path]:
+    """Settings paths that exist and still pass the check: a symlink on the way may have been
+    changed (by a command, if it lies in a writable place) since the settings were read."""
+    allowed = []
+    for path in paths:
+        try:
+            real = check_view_path(path, home=home, writable=writable)
+        except ViewError:
+            continue
+        if real.exists():
+            allowed.append(real)
+    return allowed
 
 
 def _followed_links() -> list[Mount]:
