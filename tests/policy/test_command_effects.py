@@ -167,6 +167,7 @@ def test_a_heredoc_body_keeps_its_leading_blank_lines_and_indentation() -> None:
         "echo x >\ny",
         "print('x')",
         "echo a\x00b",
+        "pytest -q >2>&1 | tail -20",  # bash reads `2>` as a descriptor
     ],
 )
 def test_what_tree_sitter_patches_up_is_marked_uncertain(command: str) -> None:
@@ -177,3 +178,11 @@ def test_a_heredoc_after_a_list_belongs_to_its_last_command() -> None:
     parsed = parse_shell("mkdir -p t && touch t/i && cat <<'EOF' > t/m.py\nx = 1\nEOF")
     assert [len(c.redirects) for c in parsed.commands] == [0, 0, 2]
     assert [r.command for r in parsed.risks] == [2]
+
+
+def test_odd_input_from_the_fuzzer_raises_nothing(tmp_path: Path) -> None:
+    places = Places(root=tmp_path, home=tmp_path, env={})
+    for command in ("awk -e", "git -c", "cd '\x00' && echo x > y", "echo x > a\x00b"):
+        parsed = parse_shell(command)
+        found = [effects(c.words) for c in parsed.commands]
+        written_outside(parsed, found, places)

@@ -13,6 +13,7 @@ from kestrel.policy.shell_certainty import (
     code_word,
     heredocs_agree,
     misplaced_reserved_word,
+    number_target,
     odd_node,
     split_redirect,
 )
@@ -118,6 +119,8 @@ class _Walker:
             self._risk("syntax-error", "its heredocs could not be read with certainty")
         if b"\n" in src and split_redirect(root, src):
             self._risk("syntax-error", "a redirection whose target is on the next line")
+        if number_target(root, src):
+            self._risk("syntax-error", "a redirection whose target bash reads as a descriptor")
         odd = odd_node(root)
         if odd is not None:
             self._risk("syntax-error", odd)

@@ -13,6 +13,7 @@ __all__ = [
     "code_word",
     "heredocs_agree",
     "misplaced_reserved_word",
+    "number_target",
     "odd_node",
     "split_redirect",
 ]
@@ -29,6 +30,23 @@ def split_redirect(root: Node, src: bytes) -> bool:
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
         if targets and b"\n" in src[node.start_byte : targets[0].start_byte]:
             return True
+    return False
+
+
+def number_target(root: Node, src: bytes) -> bool:
+    """Whether a redirection's target is a number glued to the next operator (`>2>&1`): bash
+    reads `2>` as a descriptor and finds the first `>` without a target."""
+    for node in _descendants(root):
+        if node.type != "file_redirect":
+            continue
+        if any(not c.is_named and (c.text or b"").endswith(b"&") for c in node.children):
+            continue  # `2>&1>x`: after `>&` bash takes the digits as the target
+        for target in node.children_by_field_name("destination"):
+            if target.type == "number" and src[target.end_byte : target.end_byte + 1] in (
+                b">",
+                b"<",
+            ):
+                return True
     return False
 
 

@@ -185,7 +185,11 @@ def _inline_code(words: Sequence[str]) -> tuple[str, int | None] | None:
 def _awk(args: Sequence[str]) -> tuple[str, int | None] | None:
     takes = frozenset({"-F", "-v", "-f", "-e", "--source", "--file", "--assign"})
     options, end = _options(args, takes)
-    programs = [args[i + 1] for i, a in enumerate(args[:end]) if a in ("-e", "--source")]
+    programs = [
+        args[i + 1]
+        for i, a in enumerate(args[:end])
+        if a in ("-e", "--source") and i + 1 < len(args)
+    ]
     programs += [o.partition("=")[2] for o in options if o.startswith("--source=")]
     if not programs and not any(o in ("-f", "--file") or o.startswith("--file=") for o in options):
         programs = list(args[end : end + 1])

@@ -110,6 +110,8 @@ def _judge(raw: str, cwds: list[Path | None], places: Places) -> str | None:
         if path is None or (cwd is None and not path.startswith("/")):
             return "to a file only known when the command runs"
         full = os.path.normpath(os.path.join(cwd or "/", path))
+        if "\x00" in full:
+            return "to a file only known when the command runs"
         if full in _HARMLESS:
             continue
         for form in (full, os.path.realpath(full)):
