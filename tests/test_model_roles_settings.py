@@ -9,12 +9,17 @@ import pytest
 from kestrel import app
 from kestrel.protocol.errors import ConfigError
 from kestrel.settings import ModelChoice, Settings, load_settings
+from kestrel.settings_trust_actions import review, store_for, trust
 
 
 def settings(tmp_path: Path, text: str, **flags: object) -> Settings:
     (tmp_path / ".git").mkdir(exist_ok=True)
     (tmp_path / ".kestrel").mkdir(exist_ok=True)
     (tmp_path / ".kestrel" / "settings.toml").write_text(text)
+    # The user trusts the file (endpoints in a repository's file need it), in a fresh home.
+    trust(
+        [review(tmp_path / ".kestrel" / "settings.toml")], store_for(env={}, home=tmp_path / "home")
+    )
     return load_settings(tmp_path, env={}, flags=flags, home=tmp_path / "home")
 
 

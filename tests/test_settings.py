@@ -14,6 +14,7 @@ import pytest
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Limits
 from kestrel.settings import ENV_VARS, FLAG_NAMES, Settings, load_settings
+from kestrel.settings_trust_actions import review, store_for, trust
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
@@ -49,6 +50,12 @@ def load(
 ) -> Settings:
     """`load_settings` with empty env and flags unless given."""
     return load_settings(cwd, env=env or {}, flags=flags or {}, home=home)
+
+
+def trusted(path: Path, home: Path) -> Path:
+    """Trust a repository's settings file as it is now, through the real store in `home`."""
+    trust([review(path)], store_for(env={}, home=home))
+    return path
 
 
 def user_file(home: Path, text: str) -> Path:
@@ -140,7 +147,9 @@ def test_local_file_overrides_project_file_and_tables_merge_key_by_key(
 
 
 def test_a_local_file_alone_marks_the_project(repo: Path, home: Path) -> None:
-    write(repo / ".kestrel" / "settings.local.toml", 'permission_mode = "accept-edits"\n')
+    trusted(
+        write(repo / ".kestrel" / "settings.local.toml", 'permission_mode = "accept-edits"\n'), home
+    )
     assert load(repo / "pkg", home).permission_mode == "accept-edits"
 
 
@@ -210,7 +219,7 @@ def test_every_flag_name_is_accepted(repo: Path, home: Path) -> None:
 
 
 def test_data_dir_is_anchored_where_it_was_written(repo: Path, home: Path) -> None:
-    write(repo / ".kestrel" / "settings.toml", 'data_dir = "state"\n')
+    trusted(write(repo / ".kestrel" / "settings.toml", 'data_dir = "state"\n'), home)
     assert load(repo / "pkg", home).data_dir == repo / ".kestrel" / "state"
     user_file(home, 'data_dir = "~/kestrel-data"\n')
     assert load(repo.parent, home).data_dir == home / "kestrel-data"
@@ -380,6 +389,7 @@ def test_permission_rules_from_every_layer_combine(repo: Path, home: Path) -> No
     project = write(
         repo / ".kestrel" / "settings.toml", '[permissions]\nallow = ["Bash(pytest:*)"]\n'
     )
+    trusted(project, home)
     settings = load(repo, home, flags={"allow": ["Edit(src/**)"], "deny": ["Read(.env)"]})
     # A project file cannot drop the user's deny rule by writing its own list.
     assert settings.permissions.deny == ["Bash(git push:*)", "Read(.env)"]
@@ -418,10 +428,11 @@ def test_hooks_are_read_and_checked(repo: Path, home: Path) -> None:
         '[[hooks.PreToolUse]]\nmatcher = "Bash"\n'
         '[[hooks.PreToolUse.hooks]]\ncommand = "./check.sh"\ntimeout = 5\n',
     )
-    write(
+    project = write(
         repo / ".kestrel" / "settings.toml",
         '[[hooks.PreToolUse]]\nmatcher = "Edit|Write"\nhooks = [{ command = "lint" }]\n',
     )
+    trusted(project, home)
     settings = load(repo, home)
     matchers = settings.hooks.PreToolUse
     assert [m.matcher for m in matchers] == ["Bash", "Edit|Write"]
@@ -445,11 +456,12 @@ def test_bad_hook_settings_are_explained(repo: Path, home: Path, text: str, mess
 
 
 def test_a_network_allow_list_needs_hosts(repo: Path, home: Path) -> None:
-    write(repo / ".kestrel" / "settings.toml", 'network = "allowlist"\n')
+    trusted(write(repo / ".kestrel" / "settings.toml", 'network = "allowlist"\n'), home)
     with pytest.raises(ConfigError, match="network_allow"):
         load(repo, home)
-    write(
+    project = write(
         repo / ".kestrel" / "settings.toml",
         'network = "allowlist"\nnetwork_allow = ["pypi.org"]\n',
     )
+    trusted(project, home)
     assert load(repo, home).network_allow == ["pypi.org"]

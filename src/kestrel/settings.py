@@ -40,6 +40,8 @@ from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Limits, ModelRole, PermissionMode
 from kestrel.settings_limits import SandboxLimitSettings, check_limits_source
 from kestrel.settings_sandbox import SandboxViewSettings, check_view_source
+from kestrel.settings_trust import check_trusted, digest
+from kestrel.settings_trust_store import STORE_NAME, TrustStore
 
 ProviderName = Literal["anthropic", "openai", "scripted"]
 """The providers a `model` setting may name."""
@@ -464,6 +466,8 @@ class _Layer:
     names: Mapping[tuple[str, ...], str]
     """What to call a setting's path in messages, where it is not `origin: dotted.path`."""
     file: Path | None = None
+    sha256: str = ""
+    """The SHA-256 of the file's bytes as read, which trust compares."""
 
 
 def load_settings(
@@ -479,12 +483,14 @@ def load_settings(
     layers = [_file_layer(path, home) for path in files if path.is_file()]
     layers.append(_env_layer(env, cwd, home))
     layers.append(_flag_layer(flags, cwd, home))
+    store = TrustStore(trust_store_path(files[0]))
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for layer in layers:
         _check_flag_only(layer)
-        check_view_source(layer.origin, layer.data, trusted=layer.file in (None, files[0]))
-        check_limits_source(layer.origin, layer.data, trusted=layer.file in (None, files[0]))
+        own = layer.file in (None, files[0])
+        check_view_source(layer.origin, layer.data, trusted=own)
+        check_limits_source(layer.origin, layer.data, trusted=own)
         for rules in dict(layer.data.get("permissions") or {}).values():
             for rule in rules if isinstance(rules, list) else ():
                 if isinstance(rule, str):
@@ -495,6 +501,9 @@ def load_settings(
             Settings.model_validate(candidate, context=_PARTIAL)
         except ValidationError as exc:
             raise ConfigError(_describe(exc, layer)) from None
+        if layer.file is not None and not own:
+            # A repository's file: what could turn Kestrel against its user needs trust first.
+            check_trusted(layer.file, layer.sha256, layer.data, store)
         merged = candidate
     try:
         settings = Settings.model_validate(merged)
@@ -520,6 +529,11 @@ def user_settings_path(*, env: Mapping[str, str], home: Path) -> Path:
     xdg = env.get("XDG_CONFIG_HOME", "")
     config_home = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
     return config_home / "kestrel" / "settings.toml"
+
+
+def trust_store_path(user_file: Path) -> Path:
+    """Where the user's record of trusted repository settings files is, beside `user_file`."""
+    return user_file.parent / STORE_NAME
 
 
 def project_settings_dir(cwd: Path) -> Path | None:
@@ -553,7 +567,7 @@ def _file_layer(path: Path, home: Path) -> _Layer:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     # A relative data_dir in a file means relative to that file, wherever Kestrel runs.
     _anchor_data_dir(data, path.parent, home)
-    return _Layer(origin=str(path), data=data, names={}, file=path)
+    return _Layer(origin=str(path), data=data, names={}, file=path, sha256=digest(raw))
 
 
 def _env_layer(env: Mapping[str, str], cwd: Path, home: Path) -> _Layer:

@@ -42,6 +42,7 @@ from kestrel.protocol.events import (
 )
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.settings import Settings, load_settings
+from kestrel.settings_trust_actions import review, store_for, trust
 from kestrel.store.memory import MemoryStore
 
 PRIMARY = "anthropic:claude-sonnet-4-6"
@@ -78,6 +79,8 @@ def settings_for(root: Path, primary_url: str, backup_url: str) -> Settings:
         f'  {{ model = "{BACKUP}", base_url = "{backup_url}" }},\n'
         "]\n"
     )
+    # Endpoints, the sandbox and the data dir in a repository's file need the user's trust.
+    trust([review(root / ".kestrel" / "settings.toml")], store_for(env={}, home=root.parent))
     return load_settings(root, env={}, flags={}, home=root.parent)
 
 

@@ -14,7 +14,18 @@ from pathlib import Path
 OVERLAY_COMMANDS = frozenset({"resume", "rewind", "apply", "discard", "demo"})
 """Subcommands that open a session's overlay; a task (no subcommand) does too."""
 _OTHER_COMMANDS = frozenset(
-    {"checkpoints", "diff", "sessions", "doctor", "sandbox", "index", "search", "map", "eval"}
+    {
+        "checkpoints",
+        "diff",
+        "sessions",
+        "doctor",
+        "sandbox",
+        "index",
+        "search",
+        "map",
+        "eval",
+        "trust",
+    }
 )
 """Subcommands that never open an overlay here. `eval` starts each task's session as a process of
 its own, which takes this step itself if it needs to; the evaluation itself runs threads and only

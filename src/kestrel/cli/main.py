@@ -16,6 +16,7 @@ from kestrel.cli.plan_cmd import app as plan_app
 from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
 from kestrel.cli.sandbox_cmd import doctor_command, sandbox_app
 from kestrel.cli.session_runner import RunRequest, run_request
+from kestrel.cli.trust_cmd import trust_command
 from kestrel.protocol.events import PermissionMode
 
 SUBCOMMANDS = (
@@ -34,13 +35,15 @@ SUBCOMMANDS = (
     "map",
     "eval",
     "plan",
+    "trust",
 )
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
     "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
     "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
-    "kestrel plan show|approve|reject ID · kestrel demo.  Exit codes: "
+    "kestrel plan show|approve|reject ID · kestrel trust [--list|--revoke] · kestrel demo.  "
+    "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
     "130 cancelled."
 )
@@ -144,6 +147,7 @@ commands_app.command("map")(map_command)
 commands_app.command("diff")(diff_command)
 commands_app.command("apply")(apply_command)
 commands_app.command("discard")(discard_command)
+commands_app.command("trust")(trust_command)
 
 
 @run_app.command(epilog=_EPILOG)
