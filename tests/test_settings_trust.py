@@ -283,3 +283,31 @@ def test_revoke_by_folder_or_file_even_once_the_file_is_gone(repo: Path, home: P
 
 def test_a_missing_store_reads_as_empty(tmp_path: Path) -> None:
     assert TrustStore(tmp_path / "nowhere" / "trusted.json").read() == {}
+
+
+def test_a_symlink_to_a_file_trusted_elsewhere_is_not_trusted(
+    tmp_path: Path, repo: Path, home: Path
+) -> None:
+    trusted_file = repo / ".kestrel" / "settings.toml"
+    trusted_file.write_text(HOOK)
+    trust_here(repo, home)
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / ".kestrel").mkdir()
+    (other / ".kestrel" / "settings.toml").symlink_to(trusted_file)
+    assert "hooks.SessionStart" in refusal(other, home)
+    (other / ".kestrel" / "settings.toml").unlink()
+    (other / ".kestrel").rmdir()
+    (other / ".kestrel").symlink_to(repo / ".kestrel")
+    assert "hooks.SessionStart" in refusal(other, home)
+    trust_here(other, home)  # Trusted for this repository on its own: accepted.
+    load(other, home)
+
+
+def test_a_repository_reached_through_a_symlink_keeps_its_trust(
+    tmp_path: Path, repo: Path, home: Path
+) -> None:
+    (repo / ".kestrel" / "settings.toml").write_text(HOOK)
+    trust_here(repo, home)
+    (tmp_path / "link").symlink_to(repo)
+    load(tmp_path / "link", home)

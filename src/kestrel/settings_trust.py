@@ -138,7 +138,7 @@ def check_trusted(file: Path, sha256: str, data: Mapping[str, Any], store: Trust
     found = findings(data)
     if not found:
         return
-    recorded = store.read().get(str(file.resolve()))
+    recorded = store.read().get(trust_key(file))
     if recorded is not None and recorded.sha256 == sha256:
         return
     keys = ", ".join(dict.fromkeys(f.key for f in found))
@@ -147,6 +147,15 @@ def check_trusted(file: Path, sha256: str, data: Mapping[str, Any], store: Trust
         f"{file}: {state} {keys}, which a repository's settings may not set until you trust "
         f"the file: review it, then run `kestrel trust` in {project_root(file)}"
     )
+
+
+def trust_key(file: Path) -> str:
+    """The name trust records `file` under: the file's own name in its project's resolved folder.
+
+    The file itself (and its `.kestrel/` folder) is not resolved: a repository whose settings file
+    is a symlink to a file trusted for another repository must not inherit that trust.
+    """
+    return str(project_root(file).resolve() / file.parent.name / file.name)
 
 
 def project_root(file: Path) -> Path:

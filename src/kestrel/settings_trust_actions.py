@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.settings import project_settings_dir, trust_store_path, user_settings_path
-from kestrel.settings_trust import Finding, digest, findings
+from kestrel.settings_trust import Finding, digest, findings, trust_key
 from kestrel.settings_trust_store import TrustRecord, TrustStore, now
 
 PROJECT_FILES = ("settings.toml", "settings.local.toml")
@@ -18,7 +18,7 @@ PROJECT_FILES = ("settings.toml", "settings.local.toml")
 
 @dataclass(frozen=True, slots=True)
 class Review:
-    """One repository settings file as read once: its resolved path, hash, and what needs trust."""
+    """One repository settings file as read once: its trust key, hash, and what needs trust."""
 
     path: Path
     sha256: str
@@ -33,7 +33,7 @@ def store_for(*, env: Mapping[str, str], home: Path) -> TrustStore:
 def project_files(where: Path) -> list[Path]:
     """The repository settings files that apply in `where` (a folder, or one such file)."""
     if where.is_file():
-        return [where.resolve()]
+        return [where.absolute()]
     found = project_settings_dir(where.resolve())
     if found is None:
         return []
@@ -51,7 +51,7 @@ def review(path: Path) -> Review:
         raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return Review(path.resolve(), digest(raw), tuple(findings(data)))
+    return Review(Path(trust_key(path.absolute())), digest(raw), tuple(findings(data)))
 
 
 def trust(reviews: Sequence[Review], store: TrustStore) -> None:
@@ -75,6 +75,8 @@ def revoke(where: Path, store: TrustStore) -> list[str]:
     names = {str(target), *(str(p) for p in _candidates(target))}
     if target.exists():
         names |= {str(target.resolve()), *(str(p) for p in _candidates(target.resolve()))}
+    if target.is_file() or not target.exists():
+        names.add(trust_key(target))
     gone: list[str] = []
 
     def drop(records: dict[str, TrustRecord]) -> None:
