@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import stat
@@ -311,3 +312,23 @@ def test_a_repository_reached_through_a_symlink_keeps_its_trust(
     trust_here(repo, home)
     (tmp_path / "link").symlink_to(repo)
     load(tmp_path / "link", home)
+
+
+def test_a_folder_writable_only_by_the_users_own_group_is_fine(repo: Path, home: Path) -> None:
+    if grp.getgrgid(os.getegid()).gr_mem:
+        pytest.skip("the user's group has other members here")
+    (repo / ".kestrel" / "settings.toml").write_text(HOOK)
+    trust_here(repo, home)
+    folder = home / ".config" / "kestrel"
+    folder.chmod(0o770)  # As a umask of 002 leaves it.
+    load(repo, home)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a folder to another group")
+def test_a_folder_writable_by_another_group_trusts_nothing(repo: Path, home: Path) -> None:
+    (repo / ".kestrel" / "settings.toml").write_text(HOOK)
+    trust_here(repo, home)
+    folder = home / ".config" / "kestrel"
+    os.chown(folder, -1, 54321)
+    folder.chmod(0o770)
+    assert refusal(repo, home).startswith(f"{folder}: others may write it")

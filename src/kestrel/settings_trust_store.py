@@ -3,14 +3,16 @@
     {"version": 1, "files": {"/abs/repo/.kestrel/settings.toml":
                              {"sha256": "...", "trusted_at": "2026-11-25T18:40:00+00:00"}}}
 
-Only the user may write it: a store another user (or group) can write, or one owned by someone
-else, is refused, since whoever writes it decides which repositories may run commands here.
+Only the user may write it: a store (or its folder) that another user can write, or a group other
+than the user's own private group, or one owned by someone else, is refused, since whoever writes
+it decides which repositories may run commands here.
 Writes go to a temporary file first and replace the store in one step, mode 0600.
 """
 
 from __future__ import annotations
 
 import fcntl
+import grp
 import json
 import os
 import re
@@ -95,11 +97,25 @@ class TrustStore:
                     f"{path}: owned by another user (uid {info.st_uid}); Kestrel trusts no "
                     "repository settings through it"
                 )
-            if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            if _others_may_write(info):
                 raise ConfigError(
                     f"{path}: others may write it, so Kestrel trusts no repository settings "
                     f"through it; run `chmod go-w {path}`"
                 )
+
+
+def _others_may_write(info: os.stat_result) -> bool:
+    """World-writable, or group-writable for a group other than the user's own private one."""
+    if info.st_mode & stat.S_IWOTH:
+        return True
+    if not info.st_mode & stat.S_IWGRP:
+        return False
+    try:
+        members = grp.getgrgid(info.st_gid).gr_mem
+    except KeyError:
+        return True
+    # With a umask of 002, folders are group-writable; harmless when the group is the user alone.
+    return info.st_gid != os.getegid() or bool(members)
 
 
 def now() -> str:
