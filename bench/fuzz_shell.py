@@ -40,7 +40,7 @@ from kestrel.policy.rules import RuleError, RuleSet, command_matches, parse_rule
 from kestrel.policy.shell import parse_shell
 from kestrel.policy.subject import CallSubject
 
-ROOT = Path("/work-fuzz/ws")
+ROOT = Path("/nonexistent/workspace")  # the gate only reasons about paths under it
 RULE_SETS = [
     ["Bash"],
     ["Bash(git:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(ls:*)", "Bash(sed:*)", "Bash(grep:*)"],
