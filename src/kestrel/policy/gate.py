@@ -23,7 +23,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from kestrel.policy.classify import classify_paths, classify_shell
-from kestrel.policy.gate_checks import command_parts, hidden, outside, unusual
+from kestrel.policy.gate_checks import (
+    SANDBOX_PRIVATE,
+    command_parts,
+    hidden,
+    outside,
+    unusual,
+)
 from kestrel.policy.hooks import HookRunner, HookVerdict
 from kestrel.policy.modes import decide
 from kestrel.policy.rules import RuleSet, RuleVerdict
@@ -160,7 +166,8 @@ class PermissionGate:
             if mode != "bypass" and not whole_exact:
                 concerns += unusual(parsed, command_parts(parsed), ruled)
             if not whole_exact:
-                concerns += outside(parsed, root, self.rules.home)
+                private = SANDBOX_PRIVATE if self.sandboxed else ()
+                concerns += outside(parsed, root, self.rules.home, private)
             if tainted and ruled.verdict != "allow":
                 concerns.append(
                     "a tool result earlier in this session held instructions aimed at the "

@@ -110,10 +110,15 @@ def unusual(parsed: ShellParse, parts: Sequence[CommandPart], ruled: RuleVerdict
     return out
 
 
-def outside(parsed: ShellParse, root: Path, home: Path) -> list[str]:
-    """Writes outside the workspace, or to places only known when the command runs."""
+SANDBOX_PRIVATE: tuple[Path, ...] = (Path("/tmp"), Path("/var/tmp"))  # noqa: S108
+"""Folders a sandboxed command gets a private copy of: the session's own /tmp, an empty /var/tmp."""
+
+
+def outside(parsed: ShellParse, root: Path, home: Path, private: Sequence[Path] = ()) -> list[str]:
+    """Writes outside the workspace and the `private` folders, or to places only known when
+    the command runs."""
     found: list[list[Effect]] = [effects(c.words) for c in parsed.commands]
-    return written_outside(parsed, found, Places.of(root, home))
+    return written_outside(parsed, found, Places.of(root, home, private))
 
 
 def _plain_heredoc(command: SimpleCommand) -> bool:

@@ -32,13 +32,15 @@ class Places:
     root: Path
     home: Path
     env: Mapping[str, str]
+    private: tuple[Path, ...] = ()
+    """Folders a command gets its own copy of (the sandbox's /tmp): a write there stays inside."""
 
     @classmethod
-    def of(cls, root: Path, home: Path) -> Places:
+    def of(cls, root: Path, home: Path, private: Sequence[Path] = ()) -> Places:
         """Places for a command run in `root`, with `$TMPDIR` and `$USER` as this process sees."""
         env = {"HOME": str(home), "TMPDIR": tempfile.gettempdir()}
         user = os.environ.get("USER") or home.name
-        return cls(root=root, home=home, env=env | {"USER": user})
+        return cls(root=root, home=home, env=env | {"USER": user}, private=tuple(private))
 
 
 def expand_word(word: str, cwd: Path | None, places: Places) -> str | None:
@@ -114,10 +116,20 @@ def _judge(raw: str, cwds: list[Path | None], places: Places) -> str | None:
             return "to a file only known when the command runs"
         if full in _HARMLESS:
             continue
+        if any(_private(full, folder, places.root) for folder in places.private):
+            # The host's file at this path is not the one written: the command has its own
+            # folder here, and what a symlink in it points at is confined like any other write.
+            continue
         for form in (full, os.path.realpath(full)):
             if not _inside(form, places.root):
                 return "outside the workspace"
     return None
+
+
+def _private(path: str, folder: Path, root: Path) -> bool:
+    """Whether `path` lies in a private `folder` that does not hold the workspace (next to a
+    workspace under /tmp, a write is judged as outside, to be safe)."""
+    return _inside(path, folder) and not _inside(str(root), folder)
 
 
 def _inside(path: str, root: Path) -> bool:
