@@ -41,6 +41,8 @@ RULES = [
     # Any `python -c` program (it still runs in the sandbox).
     "Bash(python -c *)",
     "Bash(python3 -c *)",
+    # ... also with interpreter options before -c (bytes warnings, -X settings).
+    r"BashRegex(python3?( -bb?| -X \S+)+ -c .*)",
     # Ordinary reading and running.
     "Bash(python:*)",
     "Bash(python3:*)",
@@ -61,6 +63,8 @@ RULES = [
     "Bash(rm:*)",
     "Bash(git diff:*)",
     "Bash(git status:*)",
+    # The project's own documentation build, which some of the tasks run.
+    "Bash(sphinx-build:*)",
 ]
 _BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _SUBMIT = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
