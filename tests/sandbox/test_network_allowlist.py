@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import socket
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,28 +24,6 @@ def ws(tmp_path: Path) -> Path:
             pytest.fail("bubblewrap is not installed, and CI must run the sandbox tests")
         pytest.skip("bubblewrap is not installed")
     return tmp_path
-
-
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"hello from the host\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def server() -> Iterator[int]:
-    """An HTTP server on the host's loopback; yields its port."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
 
 
 def _fetch(url: str) -> str:

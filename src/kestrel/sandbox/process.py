@@ -17,7 +17,7 @@ from typing import BinaryIO, Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
 from kestrel.sandbox.output import MAX_OUTPUT_CHARS, OutputBuffer
-from kestrel.sandbox.watchdog import Guards, Watchdog
+from kestrel.sandbox.watchdog import Guards, Watchdog, signal_group
 
 Stream = Literal["stdout", "stderr"]
 
@@ -110,7 +110,7 @@ class ProcessRunner:
         if guards.kill_tree is not None:
             guards.kill_tree(proc.pid)
         for signum, grace_s in ((signal.SIGTERM, self._kill_grace_s), (signal.SIGKILL, 1.0)):
-            if not _signal_group(proc.pid, signum) or await _group_ends(proc, grace_s):
+            if not signal_group(proc.pid, signum) or await _group_ends(proc, grace_s):
                 break
         await _reap(proc)
 
@@ -173,18 +173,6 @@ def _emit(text: str, stream: Stream, output: OutputBuffer, on_output: OutputSink
     output.add(text)
     if on_output is not None:
         on_output(stream, text)
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> bool:
-    """Send `signum` to the group; False when nothing in it is left to receive it."""
-    try:
-        os.killpg(pgid, signum)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        # Only a group member that changed its user could refuse; the rest got the signal.
-        return True
-    return True
 
 
 def _group_alive(pgid: int) -> bool:

@@ -85,7 +85,7 @@ class Watchdog:
     def _kill(self) -> None:
         if self._guards.kill_tree is not None:
             self._guards.kill_tree(self._pgid)
-        if not _signal_group(self._pgid, signal.SIGTERM):
+        if not signal_group(self._pgid, signal.SIGTERM):
             return
         # A process that ignores SIGTERM gets SIGKILL after a short grace, not a long one.
         end = time.monotonic() + TERM_GRACE_S
@@ -93,18 +93,21 @@ class Watchdog:
             if not _group_exists(self._pgid):
                 return
             time.sleep(0.02)
-        _signal_group(self._pgid, signal.SIGKILL)
+        signal_group(self._pgid, signal.SIGKILL)
         if self._guards.kill_tree is not None:
             self._guards.kill_tree(self._pgid)
 
 
-def _signal_group(pgid: int, signum: signal.Signals) -> bool:
+def signal_group(pgid: int, signum: signal.Signals) -> bool:
+    """Send `signum` to the group; False when nothing in it is left to receive it."""
     try:
         os.killpg(pgid, signum)
     except ProcessLookupError:
         return False
     except PermissionError:
+        # Only a group member that changed its user could refuse; the rest got the signal.
         return True
+    return True
     return True
 
 
