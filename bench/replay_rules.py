@@ -61,6 +61,7 @@ RULES = [
     "Bash(mkdir:*)",
     "Bash(touch:*)",
     "Bash(rm:*)",
+    "Bash(mv:*)",
     "Bash(git diff:*)",
     "Bash(git status:*)",
     # The project's own documentation build, which some of the tasks run.

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kestrel.policy.command_effects import Effect, effects
+from kestrel.policy.heredoc_body import body_substitution_waived, substitutions_only
 from kestrel.policy.rules import RuleVerdict, rule_words
 from kestrel.policy.shell import Risk, ShellParse, SimpleCommand
 from kestrel.policy.shell_paths import Places, written_outside
@@ -82,6 +83,8 @@ def hidden(
 def _waived(risk: Risk, parsed: ShellParse, ruled: RuleVerdict) -> bool:
     if ruled.by_regex and risk.kind in _REGEX_WAIVES:
         return True
+    if body_substitution_waived(risk, parsed, ruled):
+        return True
     index = risk.command
     if index is None or index >= len(ruled.part_rules):
         return False
@@ -123,10 +126,11 @@ def outside(parsed: ShellParse, root: Path, home: Path, private: Sequence[Path] 
 
 def _plain_heredoc(command: SimpleCommand) -> bool:
     """Fed by a heredoc the shell does not expand: a quoted delimiter, or a body with no `$`,
-    backquote or backslash."""
+    backquote or backslash, or none but `$(..)` substitutions (asked about on their own unless
+    `body_substitution_waived`)."""
     docs = [r for r in command.redirects if r.op in ("<<", "<<-")]
     if len(docs) != 1:
         return False
     doc = docs[0]
     quoted = any(q in doc.raw for q in "'\"\\")
-    return quoted or not any(ch in doc.body for ch in "$`\\")
+    return quoted or not any(ch in doc.body for ch in "$`\\") or substitutions_only(doc.body)
