@@ -19,6 +19,11 @@ from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
 from kestrel.agent.subagents import SubagentRunner, context_note, task_tool
+from kestrel.app_sandbox import BYPASS_NEEDS_SANDBOX
+from kestrel.app_sandbox import check_sandbox as check_sandbox
+from kestrel.app_sandbox import data_dir as data_dir
+from kestrel.app_sandbox import executor_for as executor_for
+from kestrel.app_sandbox import masked_data as masked_data
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
@@ -35,12 +40,9 @@ from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ChangedFile, ModelRole, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolResultTurn
 from kestrel.sandbox.base import Executor
-from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
-from kestrel.sandbox.local import LocalExecutor
-from kestrel.sandbox.probe import probe
-from kestrel.sandbox.usability import SandboxState
+from kestrel.sandbox.bwrap import BwrapExecutor
 from kestrel.settings import API_KEY_ENV, Settings
-from kestrel.store import STORE_FILE_NAME, default_data_dir
+from kestrel.store import STORE_FILE_NAME
 from kestrel.store.base import EventStore
 from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.code import CodeIndex
@@ -50,7 +52,6 @@ from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
-from kestrel.workspace.overlay import layer_for
 from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -62,11 +63,6 @@ def version() -> str:
         return metadata.version("kestrel")
     except metadata.PackageNotFoundError:
         return "0+unknown"
-
-
-def data_dir(settings: Settings) -> Path:
-    """Where sessions and their artifacts live."""
-    return settings.data_dir or default_data_dir(os.environ)
 
 
 def open_store(settings: Settings) -> EventStore:
@@ -88,66 +84,6 @@ def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None =
     if name == "anthropic":
         return AnthropicProvider(model, base_url=base_url)
     return OpenAICompatProvider(model, base_url=base_url)
-
-
-def executor_for(settings: Settings, root: Path, session_id: str | None = None) -> Executor:
-    """The command executor the settings ask for. A session's sandbox keeps its /tmp and
-    installed packages in the session's layer folder, deleted with the layer."""
-    if settings.sandbox == "none":
-        return LocalExecutor()
-    masked = masked_data(data_dir(settings), root)
-    layer = layer_for(data_dir(settings), session_id) if session_id else None
-    return BwrapExecutor(
-        root,
-        network=settings.network,
-        allowed_hosts=settings.network_allow,
-        config=SandboxConfig(
-            masked_paths=masked,
-            state=SandboxState(layer.root / "sandbox") if layer else None,
-            view=settings.sandbox_view.options(data_dir(settings)),
-            limits=settings.sandbox_limits.limits(),
-            quota_dir=layer.upper if layer and layer.upper.is_dir() else None,
-        ),
-    )
-
-
-def masked_data(data: Path, root: Path) -> tuple[Path, ...]:
-    """What of the data directory commands must not see: all of it (sessions' logs, other
-    sessions' overlays), except the way down to `root` when the workspace is a copy in there."""
-    data, root = data.resolve(), root.resolve()
-    if not root.is_relative_to(data):
-        return (data,)
-    hidden: list[Path] = []
-    here = data
-    for part in root.relative_to(data).parts:
-        hidden += [p for p in here.iterdir() if p.name != part]
-        here = here / part
-    return tuple(hidden)
-
-
-def check_sandbox(settings: Settings, mode: PermissionMode | None = None) -> None:
-    """Fail before a session starts when the sandbox it asks for cannot run here, or when it
-    would run commands unasked with nothing to confine them."""
-    if (mode or settings.permission_mode) == "bypass" and settings.sandbox == "none":
-        raise ConfigError(_BYPASS_NEEDS_SANDBOX)
-    if settings.sandbox == "bwrap":
-        report = asyncio.run(probe())
-        if not report.ok:
-            raise ConfigError(
-                "the sandbox cannot start here, so Kestrel will not run commands: "
-                + "; ".join(report.fixes())
-                + ". `kestrel doctor` shows the details. To run commands without a sandbox, "
-                "as yourself, pass --sandbox none (each command is then asked about unless a "
-                "rule allows it)."
-            )
-
-
-_BYPASS_NEEDS_SANDBOX = (
-    "bypass mode runs every command without asking, so it only runs inside the sandbox: drop "
-    "--sandbox none (the sandbox is the default; `kestrel doctor` checks this machine), or use "
-    "--permission-mode accept-edits with --allow rules for the commands the task needs, e.g. "
-    '--allow "Bash(pytest:*)"'
-)
 
 
 def check_credentials(settings: Settings, env: Mapping[str, str]) -> None:
@@ -311,7 +247,7 @@ def build_loop(
         output_store=partial(store_output, environment.artifacts_dir),
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
-        raise ConfigError(_BYPASS_NEEDS_SANDBOX)
+        raise ConfigError(BYPASS_NEEDS_SANDBOX)
     subagents.attach(loop)
     return loop
 
