@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import http.server
+import os
+import shutil
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +35,14 @@ def server() -> Iterator[int]:
     yield srv.server_address[1]
     srv.shutdown()
     srv.server_close()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """An empty workspace folder; skips without bubblewrap, except in CI, where it fails."""
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI"):
+            pytest.fail("bubblewrap is not installed, and CI must run the sandbox tests")
+        pytest.skip("bubblewrap is not installed")
+    (tmp_path / "ws").mkdir()
+    return tmp_path / "ws"

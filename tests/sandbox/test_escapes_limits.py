@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -30,17 +29,6 @@ PYTHON = os.path.realpath(sys.executable)
 DEADLINE_S = 1.0
 RESULT_BY_S = 2.0
 """The one timing bound: a command with a 1 s deadline is reported by 2 s after it started."""
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    if shutil.which("bwrap") is None:
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap is not installed, and CI must run the limit attacks")
-        pytest.skip("bubblewrap is not installed")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 def _sandbox(ws: Path, **limits: object) -> BwrapExecutor:

@@ -36,16 +36,6 @@ PYTHON = os.path.realpath(sys.executable)
 """The interpreter itself, not a venv's link to it (the venv is outside the workspace)."""
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    if shutil.which("bwrap") is None:
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap is not installed, and CI must run the sandbox tests")
-        pytest.skip("bubblewrap is not installed")
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
-
-
 def session(ws: Path, state: Path | None, **kwargs: object) -> BwrapExecutor:
     config = SandboxConfig(state=SandboxState(state) if state else None)
     return BwrapExecutor(ws, config=config, kill_grace_s=0.5, drain_grace_s=0.3, **kwargs)  # type: ignore[arg-type]

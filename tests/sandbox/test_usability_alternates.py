@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,16 +14,6 @@ from kestrel.sandbox.alternates import MAX_DEPTH, alternate_stores, refusal
 from kestrel.sandbox.base import ExecResult
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, mount_args
 from kestrel.sandbox.usability import SandboxState
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    if shutil.which("bwrap") is None:
-        if os.environ.get("CI"):
-            pytest.fail("bubblewrap is not installed, and CI must run the sandbox tests")
-        pytest.skip("bubblewrap is not installed")
-    (tmp_path / "ws").mkdir()
-    return tmp_path / "ws"
 
 
 def session(ws: Path, state: Path | None) -> BwrapExecutor:
