@@ -13,11 +13,9 @@ import itertools
 import os
 import posixpath
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kestrel.gitsafe import GitUnavailable, run_git
 from kestrel.workspace.changes import Change, ChangeSet, Entry
 from kestrel.workspace.journal import (
     ApplyError,
@@ -32,6 +30,7 @@ from kestrel.workspace.journal import (
     path_problem,
     recover,
 )
+from kestrel.workspace.merge import merge_text
 
 __all__ = [
     "ApplyError",
@@ -369,26 +368,6 @@ def _resolve(change: Change, current: Entry | None) -> _Wanted | Conflict:
     # Each side may have flipped the executable bit; a flip on either side wins over no flip.
     executable = new.executable if current.executable == base.executable else current.executable
     return _Wanted(Entry("file", text, executable), merged=True)
-
-
-def merge_text(base: bytes, current: bytes, new: bytes, *, name: str = "") -> tuple[bytes, bool]:
-    """Merge `current` and `new` from `base` with `git merge-file`; the text and whether clean."""
-    with tempfile.TemporaryDirectory(prefix="kestrel-merge-") as folder:
-        for side, data in (("checkout", current), ("base", base), ("session", new)):
-            Path(folder, side).write_bytes(data)
-        # A fresh environment: neither the user's config nor a repository around the temporary
-        # folder may change the marker style or run a merge driver.
-        labels = ("-L", "checkout", "-L", "base", "-L", "session")
-        command = ["merge-file", "-p", *labels, "checkout", "base", "session"]
-        try:
-            done = run_git(Path(folder), command, repository=False)
-        except GitUnavailable as error:
-            raise ApplyError(f"cannot run git to merge {name}: {error}") from error
-    # The exit status counts conflicts (at most 127); git's own failures exit 255.
-    if not 0 <= done.returncode <= 127:
-        stderr = done.stderr.decode("utf-8", errors="replace").strip()
-        raise ApplyError(f"git merge-file failed on {name} ({done.returncode}): {stderr}")
-    return done.stdout, done.returncode == 0
 
 
 def _with_x(perm: int, executable: bool) -> int:
