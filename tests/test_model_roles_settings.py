@@ -8,7 +8,8 @@ import pytest
 
 from kestrel import app
 from kestrel.protocol.errors import ConfigError
-from kestrel.settings import ModelChoice, Settings, load_settings
+from kestrel.settings import ModelChoice, Settings
+from kestrel.settings_load import load_settings
 from kestrel.settings_trust_actions import review, store_for, trust
 
 

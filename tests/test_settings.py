@@ -13,7 +13,8 @@ import pytest
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Limits
-from kestrel.settings import ENV_VARS, FLAG_NAMES, Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import ENV_VARS, FLAG_NAMES, load_settings
 from kestrel.settings_trust_actions import review, store_for, trust
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"

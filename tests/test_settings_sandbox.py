@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from kestrel.cli.doctor_view import doctor_view
 from kestrel.protocol.errors import ConfigError
-from kestrel.settings import load_settings
+from kestrel.settings_load import load_settings
 from kestrel.settings_sandbox import SandboxViewSettings
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kestrel.protocol.errors import ConfigError
-from kestrel.settings import Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import load_settings
 from kestrel.settings_trust import findings
 from kestrel.settings_trust_actions import project_files, review, revoke, store_for, trust
 from kestrel.settings_trust_store import TrustStore

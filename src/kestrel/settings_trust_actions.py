@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kestrel.protocol.errors import ConfigError
-from kestrel.settings import project_settings_dir, trust_store_path, user_settings_path
+from kestrel.settings_load import project_settings_dir, trust_store_path, user_settings_path
 from kestrel.settings_trust import Finding, digest, findings, trust_key
 from kestrel.settings_trust_store import TrustRecord, TrustStore, now
 

@@ -12,7 +12,7 @@ from kestrel.agent.daily import DailyBudget, DailyLimits, local_midnight
 from kestrel.app import daily_budget
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import BudgetWarning, Limits, ModelCompleted, SessionFinished
-from kestrel.settings import load_settings
+from kestrel.settings_load import load_settings
 from kestrel.store import MemoryStore, SQLiteStore
 from kestrel.store.base import EventStore
 

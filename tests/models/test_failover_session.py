@@ -41,7 +41,8 @@ from kestrel.protocol.events import (
     SessionFinished,
 )
 from kestrel.sandbox.local import LocalExecutor
-from kestrel.settings import Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import load_settings
 from kestrel.settings_trust_actions import review, store_for, trust
 from kestrel.store.memory import MemoryStore
 

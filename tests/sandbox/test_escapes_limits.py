@@ -22,8 +22,8 @@ from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.limits import Limits, MiB, detect_cgroups
 from kestrel.sandbox.output import MAX_OUTPUT_CHARS, OutputBuffer
-from kestrel.settings import load_settings
 from kestrel.settings_limits import SandboxLimitSettings
+from kestrel.settings_load import load_settings
 
 PYTHON = os.path.realpath(sys.executable)
 DEADLINE_S = 1.0

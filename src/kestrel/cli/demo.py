@@ -22,7 +22,8 @@ from kestrel.cli.render import ConsoleFrontend
 from kestrel.models.scripted import ScriptedProvider
 from kestrel.protocol.events import ChangesReady, Limits, SessionFinished, ToolFinished
 from kestrel.sandbox.probe import probe
-from kestrel.settings import Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import load_settings
 from kestrel.workspace.overlay import View
 
 TASK = (

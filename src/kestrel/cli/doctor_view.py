@@ -9,7 +9,7 @@ from kestrel.app import data_dir, masked_data
 from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import SYSTEM_SECRETS
 from kestrel.sandbox.view import Mount, ViewOptions, build_view
-from kestrel.settings import load_settings
+from kestrel.settings_load import load_settings
 from kestrel.store import default_data_dir
 
 NOT_SHOWN = "/run, /var/run, /var/lib, /srv, /mnt, /media, /opt, other homes, Kestrel's data"

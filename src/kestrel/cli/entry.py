@@ -52,7 +52,7 @@ def _flag(args: list[str], name: str) -> str | None:
 
 def _settings_want_overlay(args: list[str], env: dict[str, str] | os._Environ[str]) -> bool:
     from kestrel.protocol.errors import ConfigError
-    from kestrel.settings import load_settings
+    from kestrel.settings_load import load_settings
 
     cwd = Path(_flag(args, "--cwd") or os.getcwd())
     try:

@@ -23,7 +23,8 @@ from kestrel.evals.runner import EvalConfig, TaskDone, TaskStarted, describe, ru
 from kestrel.evals.tasks import Task, find_repository, load_suite, select
 from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.probe import probe
-from kestrel.settings import Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import load_settings
 
 app = typer.Typer(
     no_args_is_help=True,

@@ -16,7 +16,7 @@ from kestrel.cli.plan_review import PlanChoice, plan_as_json
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import PermissionMode
-from kestrel.settings import load_settings
+from kestrel.settings_load import load_settings
 
 app = typer.Typer(
     no_args_is_help=True,

@@ -17,7 +17,8 @@ from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE, report_error
 from kestrel.cli.render import handoff_lines
 from kestrel.protocol.errors import ConfigError, KestrelError, SessionNotFound
 from kestrel.protocol.events import Event, SessionStarted
-from kestrel.settings import Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import load_settings
 from kestrel.store.base import EventStore
 from kestrel.workspace.apply import check
 from kestrel.workspace.handoff import pending_change

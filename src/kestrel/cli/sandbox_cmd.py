@@ -16,8 +16,8 @@ from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
 from kestrel.sandbox.limits import Limits
 from kestrel.sandbox.probe import ProbeReport, probe
-from kestrel.settings import load_settings
 from kestrel.settings_limits import SandboxLimitSettings
+from kestrel.settings_load import load_settings
 
 EXIT_TIMED_OUT = 124
 EXIT_NO_SANDBOX = 125

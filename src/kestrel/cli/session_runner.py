@@ -50,7 +50,8 @@ from kestrel.protocol.events import (
     SessionFinished,
     SessionStarted,
 )
-from kestrel.settings import Settings, load_settings
+from kestrel.settings import Settings
+from kestrel.settings_load import load_settings
 from kestrel.store.base import EventStore
 from kestrel.tools.plan import plan_text
 from kestrel.workspace.overlay import View, layer_for

@@ -27,7 +27,7 @@ from kestrel.protocol.events import (
     SubagentFinished,
     SubagentStarted,
 )
-from kestrel.settings import load_settings
+from kestrel.settings_load import load_settings
 from kestrel.store.base import EventStore
 
 app = typer.Typer(

@@ -31,7 +31,7 @@ from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import Record
 from kestrel.sandbox.base import Executor
-from kestrel.settings import load_settings
+from kestrel.settings_load import load_settings
 from kestrel.store import STORE_FILE_NAME
 from kestrel.store.sqlite import SQLiteStore
 

@@ -1,0 +1,284 @@
+"""Reading the settings layers and merging them into one `Settings`: the user's file, the
+repository's files (refused where they loosen anything the user has not trusted), environment
+variables and command-line flags, with one clear line per problem naming where it was set."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from kestrel.protocol.errors import ConfigError
+from kestrel.settings import _PARTIAL, ENV_PREFIX, Settings, _none_word
+from kestrel.settings_limits import check_limits_source
+from kestrel.settings_sandbox import check_view_source
+from kestrel.settings_trust import check_trusted, digest
+from kestrel.settings_trust_store import STORE_NAME, TrustStore
+
+_FLAT: Mapping[str, tuple[str, ...]] = {
+    "model": ("model",),
+    "base_url": ("base_url",),
+    "permission_mode": ("permission_mode",),
+    "data_dir": ("data_dir",),
+    "max_output_tokens": ("max_output_tokens",),
+    "sandbox": ("sandbox",),
+    "network": ("network",),
+    "workspace": ("workspace",),
+    "max_turns": ("limits", "max_turns"),
+    "max_tokens": ("limits", "max_tokens"),
+    "max_cost_usd": ("limits", "max_cost_usd"),
+    "max_wall_s": ("limits", "max_wall_s"),
+    "max_cost_usd_per_day": ("limits", "max_cost_usd_per_day"),
+    "max_tokens_per_day": ("limits", "max_tokens_per_day"),
+    "bash_timeout_s": ("tools", "bash_timeout_s"),
+    "max_output_chars": ("tools", "max_output_chars"),
+    "loop_warn_after": ("loop_detection", "warn_after"),
+    "loop_stop_after": ("loop_detection", "stop_after"),
+}
+"""Flat names, as flags and `KESTREL_<NAME>` environment variables use them, to settings paths."""
+
+_LIST_FLAGS: Mapping[str, tuple[str, ...]] = {
+    "allow": ("permissions", "allow"),
+    "ask": ("permissions", "ask"),
+    "deny": ("permissions", "deny"),
+}
+"""Flags that add to a list (each may be given several times); they have no variable."""
+_COMBINED = frozenset({"permissions", "hooks"})
+"""Tables whose lists combine across layers instead of the higher one replacing the lower."""
+_FLAG_ONLY = frozenset({"bypass"})
+"""Values of `permission_mode` only a command-line flag may choose: a file in a repository one
+has just cloned must not be able to turn every question off."""
+
+ENV_VARS: Mapping[str, tuple[str, ...]] = {
+    ENV_PREFIX + name.upper(): path for name, path in _FLAT.items()
+}
+"""Every environment variable `load_settings` reads, and the setting it sets."""
+
+FLAG_NAMES: tuple[str, ...] = (*_FLAT, *_LIST_FLAGS)
+_FLAG_SPELLING = {"max_cost_usd": "--max-cost"}
+"""Command-line flags whose names differ from their settings key."""
+"""The keys `load_settings` accepts in `flags`."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    origin: str
+    data: dict[str, Any]
+    names: Mapping[tuple[str, ...], str]
+    """What to call a setting's path in messages, where it is not `origin: dotted.path`."""
+    file: Path | None = None
+    sha256: str = ""
+    """The SHA-256 of the file's bytes as read, which trust compares."""
+
+
+def load_settings(
+    cwd: Path, *, env: Mapping[str, str], flags: Mapping[str, Any], home: Path
+) -> Settings:
+    """Read every settings layer for a run in `cwd` and merge them; raises `ConfigError`.
+
+    The result's `model_fields_set` names the top-level settings some layer set, so a caller can
+    tell a chosen value from a default (a resume keeps the session's model unless one was chosen).
+    """
+    cwd = cwd.resolve()
+    files = [user_settings_path(env=env, home=home), *_project_files(cwd)]
+    layers = [_file_layer(path, home) for path in files if path.is_file()]
+    layers.append(_env_layer(env, cwd, home))
+    layers.append(_flag_layer(flags, cwd, home))
+    store = TrustStore(trust_store_path(files[0]))
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for layer in layers:
+        _check_flag_only(layer)
+        own = layer.file in (None, files[0])
+        check_view_source(layer.origin, layer.data, trusted=own)
+        check_limits_source(layer.origin, layer.data, trusted=own)
+        for rules in dict(layer.data.get("permissions") or {}).values():
+            for rule in rules if isinstance(rules, list) else ():
+                if isinstance(rule, str):
+                    origins.setdefault(rule, layer.origin)
+        candidate = _merge(merged, layer.data)
+        # Validating after each layer blames the layer that made the settings invalid.
+        try:
+            Settings.model_validate(candidate, context=_PARTIAL)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, layer)) from None
+        if layer.file is not None and not own:
+            # A repository's file: what could turn Kestrel against its user needs trust first.
+            check_trusted(layer.file, layer.sha256, layer.data, store)
+        merged = candidate
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, _Layer("combined settings", merged, {}))) from None
+    settings._sources = tuple(layer.file for layer in layers if layer.file is not None)
+    settings._rule_origins = origins
+    return settings
+
+
+def _check_flag_only(layer: _Layer) -> None:
+    mode = layer.data.get("permission_mode")
+    if layer.origin != "command line" and isinstance(mode, str) and mode in _FLAG_ONLY:
+        where = layer.names.get(("permission_mode",)) or f"{layer.origin}: permission_mode"
+        raise ConfigError(
+            f"{where}: {mode} mode can only be chosen on the command line "
+            f"(--permission-mode {mode}), never by a settings file or variable"
+        )
+
+
+def user_settings_path(*, env: Mapping[str, str], home: Path) -> Path:
+    """The user's settings file, under `$XDG_CONFIG_HOME` when that is an absolute path."""
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    config_home = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"
+    return config_home / "kestrel" / "settings.toml"
+
+
+def trust_store_path(user_file: Path) -> Path:
+    """Where the user's record of trusted repository settings files is, beside `user_file`."""
+    return user_file.parent / STORE_NAME
+
+
+def project_settings_dir(cwd: Path) -> Path | None:
+    """The nearest `.kestrel/` holding a settings file, from `cwd` up to the repository root."""
+    for directory in (cwd, *cwd.parents):
+        candidate = directory / ".kestrel"
+        if (candidate / "settings.toml").is_file() or (candidate / "settings.local.toml").is_file():
+            return candidate
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def _project_files(cwd: Path) -> list[Path]:
+    found = project_settings_dir(cwd)
+    if found is None:
+        return []
+    return [found / "settings.toml", found / "settings.local.toml"]
+
+
+def _file_layer(path: Path, home: Path) -> _Layer:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    # A relative data_dir in a file means relative to that file, wherever Kestrel runs.
+    _anchor_data_dir(data, path.parent, home)
+    return _Layer(origin=str(path), data=data, names={}, file=path, sha256=digest(raw))
+
+
+def _env_layer(env: Mapping[str, str], cwd: Path, home: Path) -> _Layer:
+    data: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    for var, path in ENV_VARS.items():
+        value = env.get(var, "")
+        if value.strip():
+            _set(data, path, value)
+            names[path] = var
+    _anchor_data_dir(data, cwd, home)
+    return _Layer(origin="environment", data=data, names=names)
+
+
+def _flag_layer(flags: Mapping[str, Any], cwd: Path, home: Path) -> _Layer:
+    data: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    for key, value in flags.items():
+        path = _FLAT.get(key) or _LIST_FLAGS.get(key)
+        if path is None:
+            hint = _suggestion(key, FLAG_NAMES)
+            raise ConfigError(f"unknown flag setting {key!r}{hint}")
+        if value is not None and value != [] and value != ():
+            _set(data, path, list(value) if key in _LIST_FLAGS else value)
+            names[path] = _FLAG_SPELLING.get(key, "--" + key.replace("_", "-"))
+    _anchor_data_dir(data, cwd, home)
+    return _Layer(origin="command line", data=data, names=names)
+
+
+def _set(data: dict[str, Any], path: tuple[str, ...], value: object) -> None:
+    for part in path[:-1]:
+        data = data.setdefault(part, {})
+    data[path[-1]] = value
+
+
+def _anchor_data_dir(data: dict[str, Any], base: Path, home: Path) -> None:
+    value = data.get("data_dir")
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or _none_word(value) is None:
+        return
+    if value == "~" or value.startswith("~/"):
+        data["data_dir"] = str(home / value[2:])
+    else:
+        data["data_dir"] = str(base / value)
+
+
+def _merge(
+    lower: Mapping[str, Any], higher: Mapping[str, Any], combine: bool = False
+) -> dict[str, Any]:
+    """`higher` over `lower`; tables present in both merge key by key.
+
+    Lists inside `permissions` and `hooks` are joined instead: a project file cannot drop a
+    rule or hook the user's own file set.
+    """
+    merged = dict(lower)
+    for key, value in higher.items():
+        below = merged.get(key)
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            merged[key] = _merge(below, value, combine or key in _COMBINED)
+        elif combine and isinstance(below, list) and isinstance(value, list):
+            merged[key] = below + value
+        else:
+            merged[key] = value
+    return merged
+
+
+def _describe(exc: ValidationError, layer: _Layer) -> str:
+    """One line per problem, each naming the file (or variable, or flag) and the setting."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(str(part) for part in error["loc"])
+        dotted = ".".join(loc)
+        where = layer.names.get(loc) or (f"{layer.origin}: {dotted}" if dotted else layer.origin)
+        if error["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown setting{_suggestion(dotted, _known_keys())}")
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        # Pydantic's ", unable to parse string as an integer" repeats what "(got ...)" shows.
+        message = message.split(", unable to parse")[0]
+        value = error.get("input")
+        if not isinstance(value, Mapping):
+            message += f" (got {_show(value)})"
+        lines.append(f"{where}: {message}")
+    return "\n".join(lines)
+
+
+def _show(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _known_keys() -> list[str]:
+    keys = []
+    for name, info in Settings.model_fields.items():
+        keys.append(name)
+        table = info.annotation
+        if isinstance(table, type) and issubclass(table, BaseModel):
+            keys.extend(f"{name}.{sub}" for sub in table.model_fields)
+    return keys
+
+
+def _suggestion(key: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f'; did you mean "{close[0]}"?' if close else ""
