@@ -27,9 +27,7 @@ from kestrel.app_sandbox import masked_data as masked_data
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
-from kestrel.models.anthropic import AnthropicProvider
 from kestrel.models.base import Provider
-from kestrel.models.openai_compat import OpenAICompatProvider
 from kestrel.models.retry import RetryPolicy
 from kestrel.models.router import ROLES, Candidate, FailoverPolicy, FailoverProvider, ModelRouter
 from kestrel.models.scripted import ScriptedProvider
@@ -81,8 +79,13 @@ def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None =
     if name == "scripted":
         path = Path(model).expanduser()
         return ScriptedProvider.from_file(path if path.is_absolute() or cwd is None else cwd / path)
+    # Each SDK takes about a second to import: load only the one this model needs, when needed.
     if name == "anthropic":
+        from kestrel.models.anthropic import AnthropicProvider
+
         return AnthropicProvider(model, base_url=base_url)
+    from kestrel.models.openai_compat import OpenAICompatProvider
+
     return OpenAICompatProvider(model, base_url=base_url)
 
 

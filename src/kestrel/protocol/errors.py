@@ -71,3 +71,22 @@ class AuthenticationFailed(ProviderError):
 
 class BadRequest(ProviderError):
     """The provider rejected the request as malformed."""
+
+
+class StreamCut(ProviderError):
+    """The reply stream ended before the server said the reply was finished (no finish reason,
+    no end-of-stream marker): the reply is incomplete and must never count as a finished turn.
+
+    Safe to retry only when nothing of the reply was shown yet; `models.retry` tries it once more.
+    """
+
+    retryable = True
+
+
+class EmptyReply(ProviderError):
+    """The server finished a reply that holds neither text nor a tool call.
+
+    A model that has nothing to say is broken or overflowed; the turn is an error, not an answer.
+    """
+
+    retryable = True
