@@ -50,6 +50,8 @@ class Usage:
     latency_ms: float = 0.0
     priced: bool = True
     """False when the model is missing from the pricing table, so `cost_usd` is a lower bound."""
+    tokens_reported: bool = True
+    """False when the server reported no usage: the token counts are Kestrel's estimate."""
 
     @property
     def total_input_tokens(self) -> int:
