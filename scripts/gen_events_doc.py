@@ -410,6 +410,8 @@ MEANING: dict[str, dict[str, str]] = {
         "latency_ms": "Milliseconds from request to completion.",
         "priced": "False when the model is missing from the pricing table, so `cost_usd` is "
         "a lower bound.",
+        "tokens_reported": "False when the server reported no usage, so the token counts are "
+        "Kestrel's own estimate.",
     },
 }
 
