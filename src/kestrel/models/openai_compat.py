@@ -259,7 +259,7 @@ class _Reply:
 
 def _usage(reported: CompletionUsage | None, model: str, latency_ms: float) -> Usage:
     if reported is None:
-        return Usage(model=model, latency_ms=latency_ms)
+        return Usage(model=model, latency_ms=latency_ms, tokens_reported=False)
     prompt = int(reported.prompt_tokens or 0)
     details = reported.prompt_tokens_details
     cached = int((details.cached_tokens if details else None) or 0)
