@@ -47,6 +47,9 @@ WHEN = {
     "allowed to edit, or by `kestrel apply`), could not be, or was discarded.",
     "rewound": "When the person rewinds a session to a checkpoint, after the files are restored.",
     "budget_warning": "Once per budget, when the spend passes 80% of its limit.",
+    "budget_notice": "Once per budget and session: at the start when a cost budget is set and "
+    "the model has no known price, and after the first reply whose server reported no usage when "
+    "a token budget is set.",
     "loop_detected": "When the model repeats the same calls (`warn`), and again if it goes on "
     "(`stop`).",
     "loop_recovered": "Once per session, when failing results oscillate between two states: "
@@ -231,6 +234,12 @@ MEANING: dict[str, dict[str, str]] = {
         "used": "How much is spent (turns, tokens, US dollars or seconds).",
         "limit": "The budget's limit, in the same unit.",
     },
+    "budget_notice": {
+        "budget": "Which budget, as in `budget_warning`.",
+        "enforced": "False when the budget cannot stop the session (a cost budget on a model "
+        "with no known price); true when it counts estimated tokens.",
+        "detail": "The sentence a frontend shows.",
+    },
     "loop_detected": {
         "pattern": "`repeat`: the same call again and again; `alternate`: two calls in turn; "
         "`oscillate`: failing results alternating between two states (after a recovery).",
@@ -389,6 +398,10 @@ MEANING: dict[str, dict[str, str]] = {
         "cache_read_tokens": "Input tokens read from the prompt cache.",
         "cost_usd": "US dollars.",
         "wall_s": "Wall-clock seconds.",
+        "tokens_estimated": "True when some call's server reported no usage, so the token "
+        "counts include Kestrel's estimate.",
+        "cost_known": "False when some call's model has no price, so `cost_usd` is a lower bound "
+        "(unknown when it is 0).",
     },
     "AssistantTurn": {
         "role": 'Always `"assistant"`.',

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from kestrel.agent import budgets, compaction
+from kestrel.agent import budget_notices, budgets, compaction
 from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
 from kestrel.agent.planning import proposed_in
@@ -31,6 +31,7 @@ from kestrel.agent.recovery import LoopRecovery
 from kestrel.agent.routing import Step, role_for
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
+from kestrel.agent.usage_estimate import estimated_usage
 from kestrel.policy.gate import PermissionGate
 from kestrel.policy.hooks import HookEvent, HookRunner, HookVerdict
 from kestrel.protocol.errors import ProviderError
@@ -204,6 +205,7 @@ class AgentLoop:
         try:
             if (stopped := await self._prompt_hooks()) is not None:
                 return stopped
+            self._note_budgets()
             while self.state.finished is None:
                 if self.state.pending:
                     finished = await runner.run_calls(list(self.state.pending))
@@ -352,10 +354,11 @@ class AgentLoop:
                 completed = ModelCompleted(
                     request_id=request_id,
                     message=part.message,
-                    usage=part.usage,
+                    usage=estimated_usage(part.usage, request, part.message),
                     stop_reason=part.stop_reason,
                 )
                 self.emit(completed)
+                self._note_budgets(completed.usage)
                 return completed
         raise ProviderError("the model's reply ended without completing")
 
@@ -449,7 +452,7 @@ class AgentLoop:
             stream = self.streamer(request, role="fast", on_retry=on_retry, on_switch=on_switch)
             async for part in stream:
                 if isinstance(part, Completion):
-                    return part.message.text, part.usage
+                    return part.message.text, estimated_usage(part.usage, request, part.message)
         except ProviderError as exc:
             return f"(no summary: the summarising model failed: {exc})", None
         return "(no summary: the summarising model's reply ended early)", None
@@ -490,6 +493,19 @@ class AgentLoop:
             found += self.daily.warnings(self.daily.spent(), warned)
         for warning in found:
             self.emit(warning)
+
+    def _note_budgets(self, usage: Usage | None = None) -> None:
+        """Say, once each, which budgets cannot be enforced or count estimated tokens: from the
+        price table at the start, then from each call's `usage`."""
+        daily = self.daily.limits if self.daily is not None else None
+        said = self.state.noted_budgets
+        models = [*self.config.role_models.values(), self.config.model or self.state.model]
+        for notice in (
+            budget_notices.at_start(self._limits, daily, models, said)
+            if usage is None
+            else budget_notices.after_call(self._limits, daily, usage, said)
+        ):
+            self.emit(notice)
 
     @property
     def _limits(self) -> Limits:

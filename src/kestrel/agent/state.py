@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from kestrel.agent.turn_marks import TurnMarks
 from kestrel.protocol.events import (
+    BudgetNotice,
     BudgetWarning,
     CheckpointCreated,
     ContextAdded,
@@ -82,6 +83,8 @@ class SessionState:
     writes: dict[str, list[FileChanged]] = field(default_factory=dict)
     """Announced file writes per call id, for reconciling interrupted calls on resume."""
     warned_budgets: set[str] = field(default_factory=set)
+    noted_budgets: set[str] = field(default_factory=set)
+    """Budgets a `budget_notice` was given for (each is said once per session)."""
     notes: list[str] = field(default_factory=list)
     """Kestrel's notes to the model (loop and budget warnings) waiting for a tool result."""
     checkpoints: dict[str, Mark] = field(default_factory=dict)
@@ -189,6 +192,8 @@ def apply(state: SessionState, record: Record) -> None:
                 state,
                 f"[kestrel] Budget warning: {event.budget} at {event.used:g} of {event.limit:g}.",
             )
+        case BudgetNotice():
+            state.noted_budgets.add(event.budget)
         case TodoUpdated():
             state.todos = event.items
         case PlanProposed():
@@ -335,6 +340,8 @@ def _add_usage(totals: Totals, usage: Usage, *, turns: int = 1) -> Totals:
         cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,
         cache_read_tokens=totals.cache_read_tokens + usage.cache_read_tokens,
         cost_usd=totals.cost_usd + usage.cost_usd,
+        tokens_estimated=totals.tokens_estimated or not usage.tokens_reported,
+        cost_known=totals.cost_known and usage.priced,
     )
 
 
@@ -351,4 +358,6 @@ def with_subagent(totals: Totals, spent: Totals) -> Totals:
         cache_write_tokens=totals.cache_write_tokens + spent.cache_write_tokens,
         cache_read_tokens=totals.cache_read_tokens + spent.cache_read_tokens,
         cost_usd=totals.cost_usd + spent.cost_usd,
+        tokens_estimated=totals.tokens_estimated or spent.tokens_estimated,
+        cost_known=totals.cost_known and spent.cost_known,
     )

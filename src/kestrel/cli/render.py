@@ -14,8 +14,11 @@ from rich.markup import escape
 from rich.text import Text
 
 from kestrel.cli.render_plan import plan_lines, todo_lines
+from kestrel.cli.usage_text import compact_count as _k
+from kestrel.cli.usage_text import cost_text, tokens_text
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.events import (
+    BudgetNotice,
     BudgetWarning,
     ChangesApplied,
     ChangesReady,
@@ -100,7 +103,19 @@ class StreamJsonFrontend(Frontend):
 
 
 class QuietFrontend(Frontend):
-    """Prints nothing while the session runs (`text` and `json` output print at the end)."""
+    """Prints nothing on stdout while the session runs (`text` and `json` output print at the
+    end); a budget that cannot be enforced as set is said on stderr."""
+
+    def __init__(self, err: TextIO | None = None) -> None:
+        super().__init__()
+        self._err = err
+
+    def render(self, record: Record) -> None:
+        """Warn on stderr about a budget notice; everything else waits for the end."""
+        if isinstance(record.event, BudgetNotice):
+            err = self._err or sys.stderr
+            err.write(f"kestrel: warning: {record.event.detail}\n")
+            err.flush()
 
 
 class ConsoleFrontend(Frontend):
@@ -179,6 +194,8 @@ class ConsoleFrontend(Frontend):
                 self.console.print(
                     f"[yellow]budget: {event.budget} at {event.used:g} of {event.limit:g}[/yellow]"
                 )
+            case BudgetNotice():
+                self.console.print(f"[yellow]budget: {escape(event.detail)}[/yellow]")
             case LoopDetected():
                 self.console.print(f"[yellow]loop {event.action}: {escape(event.detail)}[/yellow]")
             case LoopRecovered():
@@ -309,7 +326,7 @@ def footer(finished: SessionFinished, session_id: str) -> str:
         day = f" · today ${finished.day_cost_usd:.4f}{tokens} in all sessions"
     return (
         f"── {finished.reason}{detail} · {t.turns} turns · {t.tool_calls} tool calls · "
-        f"{_k(t.tokens)} tokens{cached} · ${t.cost_usd:.4f} · {t.wall_s:.1f} s{day} · "
+        f"{tokens_text(t, spelled=True)}{cached} · {cost_text(t)} · {t.wall_s:.1f} s{day} · "
         f"session {session_id}"
     )
 
@@ -325,6 +342,8 @@ def add_usage(totals: Totals, completed: ModelCompleted) -> Totals:
         cache_write_tokens=totals.cache_write_tokens + u.cache_write_tokens,
         cache_read_tokens=totals.cache_read_tokens + u.cache_read_tokens,
         cost_usd=totals.cost_usd + u.cost_usd,
+        tokens_estimated=totals.tokens_estimated or not u.tokens_reported,
+        cost_known=totals.cost_known and u.priced,
     )
 
 
@@ -333,8 +352,4 @@ def spend_line(spent: Totals, *, whole_session: bool = True) -> str:
     share = spent.cache_read_share
     cached = f" · {share:.0%} cache reads" if share is not None else ""
     scope = "spent" if whole_session else "spent this run"
-    return f"  ⋯ {scope} {_k(spent.tokens)} tokens · ${spent.cost_usd:.4f}{cached}"
-
-
-def _k(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+    return f"  ⋯ {scope} {tokens_text(spent)} · {cost_text(spent)}{cached}"

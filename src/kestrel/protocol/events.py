@@ -51,6 +51,10 @@ class Totals:
     cache_read_tokens: int = 0
     cost_usd: float = 0.0
     wall_s: float = 0.0
+    tokens_estimated: bool = False
+    """True when some call's server reported no usage, so the token counts hold estimates."""
+    cost_known: bool = True
+    """False when some call's model has no price, so `cost_usd` is only a lower bound."""
 
     @property
     def tokens(self) -> int:
@@ -372,6 +376,17 @@ class BudgetWarning:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetNotice:
+    """A budget cannot be enforced as set (no price is known), or counts estimated tokens."""
+
+    type: Literal["budget_notice"] = "budget_notice"
+    budget: BudgetKind
+    enforced: bool
+    """False when the budget cannot stop the session at all (its spend is unknown)."""
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LoopDetected:
     """The model repeats itself; the first time it is warned, then the session stops."""
 
@@ -613,6 +628,7 @@ Event = Annotated[
     | VerificationFinished
     | ChangesApplied
     | BudgetWarning
+    | BudgetNotice
     | LoopDetected
     | LoopRecovered
     | HookRan
@@ -645,6 +661,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ApplyOutcome",
     "BudgetKind",
+    "BudgetNotice",
     "BudgetWarning",
     "ChangedFile",
     "ChangesApplied",
