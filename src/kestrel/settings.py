@@ -33,6 +33,7 @@ from pydantic import (
 from kestrel.policy.hooks import HOOK_EVENTS
 from kestrel.policy.rules import RuleError, parse_rule
 from kestrel.protocol.events import Limits, ModelRole, PermissionMode
+from kestrel.settings_checks import check_combined
 from kestrel.settings_limits import SandboxLimitSettings
 from kestrel.settings_sandbox import SandboxViewSettings
 
@@ -348,12 +349,10 @@ class Settings(_Table):
         return {**data, "model": spec}
 
     @model_validator(mode="after")
-    def _allowlist_needs_hosts(self, info: ValidationInfo) -> Settings:
-        if info.context != _PARTIAL and self.network == "allowlist" and not self.network_allow:
-            raise ValueError(
-                'network = "allowlist" needs the hosts commands may reach in network_allow, '
-                'e.g. network_allow = ["pypi.org", "files.pythonhosted.org"]'
-            )
+    def _check_combined(self, info: ValidationInfo) -> Settings:
+        # A lower layer may be fixed by a higher one, so only the merged settings must agree.
+        if info.context != _PARTIAL:
+            check_combined(self)
         return self
 
     @field_validator("base_url")

@@ -40,6 +40,7 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "max_output_chars": ("tools", "max_output_chars"),
     "loop_warn_after": ("loop_detection", "warn_after"),
     "loop_stop_after": ("loop_detection", "stop_after"),
+    "window_tokens": ("compaction", "window_tokens"),
 }
 """Flat names, as flags and `KESTREL_<NAME>` environment variables use them, to settings paths."""
 
