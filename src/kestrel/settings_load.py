@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,48 +78,113 @@ class _Layer:
     """The SHA-256 of the file's bytes as read, which trust compares."""
 
 
+@dataclass(frozen=True, slots=True)
+class LayerReport:
+    """What the loader found in one settings layer: where it came from and every problem."""
+
+    origin: str
+    """The file's path, `environment`, `command line`, or `combined settings`."""
+    file: Path | None
+    problems: tuple[str, ...]
+    """One line each, naming the file (or variable, or flag) and the setting; empty when fine."""
+
+
 def load_settings(
     cwd: Path, *, env: Mapping[str, str], flags: Mapping[str, Any], home: Path
 ) -> Settings:
     """Read every settings layer for a run in `cwd` and merge them; raises `ConfigError`.
 
-    The result's `model_fields_set` names the top-level settings some layer set, so a caller can
-    tell a chosen value from a default (a resume keeps the session's model unless one was chosen).
+    The error lists every problem of every layer, one per line. The result's `model_fields_set`
+    names the top-level settings some layer set, so a caller can tell a chosen value from a
+    default (a resume keeps the session's model unless one was chosen).
     """
-    cwd = cwd.resolve()
-    files = [user_settings_path(env=env, home=home), *_project_files(cwd)]
-    layers = [_file_layer(path, home) for path in files if path.is_file()]
-    layers.append(_env_layer(env, cwd, home))
-    layers.append(_flag_layer(flags, cwd, home))
+    settings, reports = _load(cwd.resolve(), env, flags, home)
+    problems = [line for report in reports for line in report.problems]
+    if settings is None or problems:
+        raise ConfigError("\n".join(problems))
+    return settings
+
+
+def check_settings(
+    cwd: Path, *, env: Mapping[str, str], flags: Mapping[str, Any], home: Path
+) -> list[LayerReport]:
+    """Every layer `load_settings` would read for `cwd`, in order, each with all its problems."""
+    return _load(cwd.resolve(), env, flags, home)[1]
+
+
+def settings_files(cwd: Path, *, env: Mapping[str, str], home: Path) -> list[Path]:
+    """The settings files a run in `cwd` reads where they exist: the user's, the repository's."""
+    return [user_settings_path(env=env, home=home), *_project_files(cwd.resolve())]
+
+
+def _load(
+    cwd: Path, env: Mapping[str, str], flags: Mapping[str, Any], home: Path
+) -> tuple[Settings | None, list[LayerReport]]:
+    files = settings_files(cwd, env=env, home=home)
+    sources: list[_Layer | LayerReport] = [
+        _read_file(path, home) for path in files if path.is_file()
+    ]
+    sources += [_env_layer(env, cwd, home), _flag_layer(flags, cwd, home)]
     store = TrustStore(trust_store_path(files[0]))
+    reports: list[LayerReport] = []
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    for layer in layers:
-        _check_flag_only(layer)
-        own = layer.file in (None, files[0])
-        check_view_source(layer.origin, layer.data, trusted=own)
-        check_limits_source(layer.origin, layer.data, trusted=own)
+    for layer in sources:
+        if isinstance(layer, LayerReport):
+            reports.append(layer)
+            continue
+        candidate = _merge(merged, layer.data)
+        problems = _layer_problems(
+            layer, candidate, own=layer.file in (None, files[0]), store=store
+        )
+        reports.append(LayerReport(layer.origin, layer.file, tuple(problems)))
+        if problems:
+            continue  # The next layers are checked over the good ones, not over this one.
         for rules in dict(layer.data.get("permissions") or {}).values():
             for rule in rules if isinstance(rules, list) else ():
                 if isinstance(rule, str):
                     origins.setdefault(rule, layer.origin)
-        candidate = _merge(merged, layer.data)
-        # Validating after each layer blames the layer that made the settings invalid.
-        try:
-            Settings.model_validate(candidate, context=_PARTIAL)
-        except ValidationError as exc:
-            raise ConfigError(_describe(exc, layer)) from None
-        if layer.file is not None and not own:
-            # A repository's file: what could turn Kestrel against its user needs trust first.
-            check_trusted(layer.file, layer.sha256, layer.data, store)
         merged = candidate
+    if any(report.problems for report in reports):
+        return None, reports
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, _Layer("combined settings", merged, {}))) from None
-    settings._sources = tuple(layer.file for layer in layers if layer.file is not None)
+        combined = _Layer("combined settings", merged, {})
+        reports.append(LayerReport(combined.origin, None, tuple(_describe(exc, combined))))
+        return None, reports
+    settings._sources = tuple(r.file for r in reports if r.file is not None)
     settings._rule_origins = origins
-    return settings
+    return settings, reports
+
+
+def _layer_problems(
+    layer: _Layer, candidate: dict[str, Any], *, own: bool, store: TrustStore
+) -> list[str]:
+    """Every problem of one layer, merged over the good layers below it as `candidate`."""
+    problems: list[str] = []
+    checks: tuple[Callable[[], None], ...] = (
+        lambda: _check_flag_only(layer),
+        lambda: check_view_source(layer.origin, layer.data, trusted=own),
+        lambda: check_limits_source(layer.origin, layer.data, trusted=own),
+    )
+    for check in checks:
+        try:
+            check()
+        except ConfigError as exc:
+            problems.append(str(exc))
+    # Validating after each layer blames the layer that made the settings invalid.
+    try:
+        Settings.model_validate(candidate, context=_PARTIAL)
+    except ValidationError as exc:
+        problems += _describe(exc, layer)
+    if layer.file is not None and not own:
+        # A repository's file: what could turn Kestrel against its user needs trust first.
+        try:
+            check_trusted(layer.file, layer.sha256, layer.data, store)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def _check_flag_only(layer: _Layer) -> None:
@@ -160,6 +225,14 @@ def _project_files(cwd: Path) -> list[Path]:
     if found is None:
         return []
     return [found / "settings.toml", found / "settings.local.toml"]
+
+
+def _read_file(path: Path, home: Path) -> _Layer | LayerReport:
+    """The file's layer, or its report when it cannot be read or parsed."""
+    try:
+        return _file_layer(path, home)
+    except ConfigError as exc:
+        return LayerReport(str(path), path, (str(exc),))
 
 
 def _file_layer(path: Path, home: Path) -> _Layer:
@@ -243,7 +316,7 @@ def _merge(
     return merged
 
 
-def _describe(exc: ValidationError, layer: _Layer) -> str:
+def _describe(exc: ValidationError, layer: _Layer) -> list[str]:
     """One line per problem, each naming the file (or variable, or flag) and the setting."""
     lines = []
     for error in exc.errors(include_url=False):
@@ -260,7 +333,7 @@ def _describe(exc: ValidationError, layer: _Layer) -> str:
         if not isinstance(value, Mapping):
             message += f" (got {_show(value)})"
         lines.append(f"{where}: {message}")
-    return "\n".join(lines)
+    return lines
 
 
 def _show(value: object) -> str:

@@ -26,6 +26,8 @@ class SessionSummary:
     """For a subagent's session, the session that started it; None for a person's session."""
     cost_usd: float = 0.0
     """What the session's model calls cost so far, in US dollars."""
+    turns: int = 0
+    """How many model calls the session has completed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

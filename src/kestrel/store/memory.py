@@ -57,8 +57,9 @@ class MemoryStore:
             record = Record(session_id=session_id, seq=seq, at=at, event=event)
             # Encode now, as the real store does, so unserialisable events fail in tests too.
             session.lines.append(record_to_json(record))
-            cost = session.summary.cost_usd
+            cost, turns = session.summary.cost_usd, session.summary.turns
             if isinstance(event, ModelCompleted):
+                turns += 1
                 usage = event.usage
                 tokens = usage.total_input_tokens + usage.output_tokens
                 self._spends.append((at, usage.cost_usd, tokens))
@@ -69,6 +70,7 @@ class MemoryStore:
                 events=seq,
                 status=status_after(session.summary.status, event),
                 cost_usd=cost,
+                turns=turns,
             )
         self._notifier.notify(session_id)
         return record

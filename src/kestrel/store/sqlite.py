@@ -83,7 +83,9 @@ _SESSIONS_WITH_COST = (
     "SELECT s.id, s.created_at, s.updated_at, s.task, s.cwd, s.model, s.last_seq,"  # noqa: S608
     f" s.status, (SELECT {_COST} FROM events INDEXED BY events_spend_by_session"
     "  WHERE session_id = s.id AND type = 'model_completed'),"
-    " json_extract(e.json, '$.event.parent_session_id')"
+    " json_extract(e.json, '$.event.parent_session_id'),"
+    " (SELECT COUNT(*) FROM events INDEXED BY events_spend_by_session"
+    "  WHERE session_id = s.id AND type = 'model_completed')"
     " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
     " ORDER BY s.created_at DESC, s.rowid DESC"
 )
@@ -238,6 +240,7 @@ class SQLiteStore:
                 status=row[7],
                 cost_usd=float(row[8]),
                 parent_session_id=row[9],
+                turns=int(row[10]),
             )
             for row in rows
         ]
