@@ -26,11 +26,13 @@ from kestrel.protocol.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextTooLong,
+    EmptyReply,
     NetworkError,
     Overloaded,
     ProviderError,
     RateLimited,
     ServerError,
+    StreamCut,
 )
 from kestrel.protocol.messages import (
     AssistantTurn,
@@ -387,11 +389,37 @@ async def test_dropped_connection_mid_stream_is_a_network_error(wire: WireServer
         await collect(provider(wire).stream(HELLO))
 
 
-async def test_stream_without_message_stop_is_a_network_error(wire: WireServer) -> None:
+async def test_stream_without_message_stop_is_a_stream_cut(wire: WireServer) -> None:
     wire.push(anthropic_sse([claude_start(MODEL), *claude_text(0, "Hel")]))
 
-    with pytest.raises(NetworkError):
+    with pytest.raises(StreamCut) as caught:
         await collect(provider(wire).stream(HELLO))
+
+    message = str(caught.value)
+    assert "the stream was cut mid-reply" in message and "no message_stop" in message
+    assert f"{wire.url}/v1/messages" in message
+
+
+async def test_empty_stream_is_retried_once_then_a_stream_cut(
+    wire: WireServer, sleep: SleepRecorder
+) -> None:
+    empty = anthropic_sse([])
+    wire.push(empty, empty, empty)
+
+    with pytest.raises(StreamCut) as caught:
+        await collect(stream_with_retry(provider(wire), HELLO, policy=NO_JITTER, sleep=sleep))
+
+    assert "mid-reply" not in str(caught.value)
+    assert len(wire.received) == 2 and sleep.delays == [1.0]
+
+
+async def test_finished_reply_with_no_content_is_an_empty_reply(wire: WireServer) -> None:
+    wire.push(anthropic_sse([claude_start(MODEL), *claude_end()]))
+
+    with pytest.raises(EmptyReply) as caught:
+        await collect(provider(wire).stream(HELLO))
+
+    assert 'stop reason "end_turn"' in str(caught.value)
 
 
 async def test_missing_credentials_fail_before_any_request(

@@ -89,7 +89,9 @@ async def test_plain_text_streams_deltas_then_completion(wire: WireServer) -> No
     assert sent.headers["authorization"] == "Bearer sk-test"
     assert sent.body["stream"] is True
     assert sent.body["stream_options"] == {"include_usage": True}
-    assert sent.body["max_completion_tokens"] == 8192
+    # The loopback server names no known kind: the field every compatible server reads.
+    assert sent.body["max_tokens"] == 8192 and "max_completion_tokens" not in sent.body
+    assert wire.gets[0].path == "/v1/models"
     assert sent.body["messages"] == [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Say hello."},
@@ -354,6 +356,7 @@ async def test_context_length_is_context_too_long_and_not_retried(
         (422, BadRequest),
         (500, ServerError),
         (502, ServerError),
+        (501, BadRequest),
         (503, Overloaded),
     ],
 )
@@ -367,14 +370,20 @@ async def test_http_errors_map_to_typed_errors(
 
     assert type(caught.value) is expected
     assert caught.value.status == status
-    assert str(caught.value) == f"openai error {status}: Something went wrong."
+    assert str(caught.value).startswith(
+        f"openai error {status} from {wire.url}/v1/chat/completions: Something went wrong."
+    )
 
 
-async def test_connection_refused_is_a_network_error() -> None:
-    offline = OpenAICompatProvider(MODEL, api_key="k", base_url=f"http://127.0.0.1:{closed_port()}")
+async def test_connection_refused_is_a_network_error_naming_the_url() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    offline = OpenAICompatProvider(MODEL, api_key="k", base_url=url)
 
-    with pytest.raises(NetworkError):
+    with pytest.raises(NetworkError) as caught:
         await collect(offline.stream(HELLO))
+
+    assert f"the connection to {url}/chat/completions failed" in str(caught.value)
+    assert "Errno" not in str(caught.value)
 
 
 async def test_error_object_mid_stream_is_typed(wire: WireServer) -> None:

@@ -50,6 +50,10 @@ class WireServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.received: list[Received] = []
+        self.pages: dict[str, Reply] = {}
+        """GET answers by path (a server's /v1/models, /props); other paths answer 404."""
+        self.gets: list[Received] = []
+        """The GET requests seen, kept apart from `received` (the model calls)."""
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         # A short poll interval keeps shutdown, and so each test's teardown, quick.
@@ -90,22 +94,35 @@ def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def do_GET(self) -> None:
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            with server._lock:
+                server.gets.append(Received("GET", self.path, headers, None))
+                page = server.pages.get(self.path) or json_reply(404, {"error": "not found"})
+            self._send(page)
+
+        def _send(self, reply: Reply) -> None:
+            self.send_response(reply.status)
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            payload = b"".join(reply.chunks)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
             headers = {key.lower(): value for key, value in self.headers.items()}
             body = json.loads(raw) if raw else None
             reply = server._next(Received("POST", self.path, headers, body))
+            if not reply.stream:
+                self._send(reply)
+                return
             self.send_response(reply.status)
             for key, value in reply.headers.items():
                 self.send_header(key, value)
-            if reply.stream:
-                self._send_chunked(reply)
-            else:
-                payload = b"".join(reply.chunks)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+            self._send_chunked(reply)
 
         def _send_chunked(self, reply: Reply) -> None:
             self.send_header("Transfer-Encoding", "chunked")
@@ -292,3 +309,38 @@ def serving() -> Iterator[WireServer]:
         yield server
     finally:
         server.stop()
+
+
+def model_list(owned_by: str, model: str = "local-model", **headers: str) -> Reply:
+    """A /v1/models answer listing one model, as each server writes it."""
+    body = {"object": "list", "data": [{"id": model, "object": "model", "owned_by": owned_by}]}
+    return json_reply(200, body, headers)
+
+
+def gpt_whole(
+    content: str | None = None,
+    tool_calls: tuple[tuple[str, str, str], ...] = (),
+    finish_reason: str | None = "stop",
+    usage: tuple[int, int] | None = (20, 5),
+) -> Reply:
+    """A non-streamed `chat.completion`; `tool_calls` are (id, name, arguments JSON)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+            for cid, name, args in tool_calls
+        ]
+    body: dict[str, Any] = {
+        "id": "chatcmpl-whole",
+        "object": "chat.completion",
+        "created": 1_718_000_000,
+        "model": "local-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        body["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        }
+    return json_reply(200, body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
@@ -12,9 +13,16 @@ import anthropic
 import httpx2
 from anthropic import types as wire
 
-from kestrel.models.http_errors import error_for_status, retry_after_seconds
+from kestrel.models.endpoint_probe import describe_http_error
+from kestrel.models.http_errors import connection_error, error_for_status, retry_after_seconds
 from kestrel.models.pricing import ModelPrice, price
-from kestrel.protocol.errors import AuthenticationFailed, NetworkError, ProviderError, ServerError
+from kestrel.protocol.errors import (
+    AuthenticationFailed,
+    EmptyReply,
+    ProviderError,
+    ServerError,
+    StreamCut,
+)
 from kestrel.protocol.messages import (
     AssistantTurn,
     Completion,
@@ -32,6 +40,8 @@ from kestrel.protocol.messages import (
 )
 
 PROVIDER = "anthropic"
+ANTHROPIC_URL = "https://api.anthropic.com"
+"""Where the provider goes when neither `base_url` nor `ANTHROPIC_BASE_URL` is set."""
 
 # What the SDK and its HTTP layer raise; JSONDecodeError is a malformed event in the stream.
 _FAILURES = (anthropic.AnthropicError, httpx2.HTTPError, OSError, json.JSONDecodeError)
@@ -109,24 +119,36 @@ class AnthropicProvider:
             client, self._client = self._client, None
             await client.close()
 
+    @property
+    def url(self) -> str:
+        """The endpoint's base URL, as requests go to it."""
+        base = self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
+        return base.rstrip("/")
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
-        """Stream text and tool-call deltas, then the completed message with its usage."""
+        """Stream text and tool-call deltas, then the completed message with its usage.
+
+        Raises `StreamCut` when the stream ends before `message_stop` and `EmptyReply` when the
+        finished message holds neither text nor a tool call.
+        """
         params = build_params(self._model, request)
         started = time.perf_counter()
         reply = _Reply()
+        url = f"{self.url}/v1/messages"
+        shown = False
         try:
             client = self._get_client()
             events: _EventStream = await client.messages.create(**params)
             try:
                 async for event in events:
                     for part in reply.feed(event):
+                        shown = True
                         yield part
             finally:
                 await events.close()
         except _FAILURES as err:
-            raise map_error(err) from err
-        if not reply.finished:
-            raise NetworkError("the stream ended before message_stop", provider=PROVIDER)
+            raise map_error(err, url=url, mid_reply=shown) from err
+        reply.check_finished(url, shown=shown)
         yield reply.completion(self._model, (time.perf_counter() - started) * 1000, self._pricing)
 
 
@@ -271,6 +293,22 @@ class _Reply:
             return [ToolCallDelta(index=index, arguments_delta=delta.partial_json)]
         return []
 
+    def check_finished(self, url: str, *, shown: bool) -> None:
+        """Raise `StreamCut` for a stream without `message_stop`, `EmptyReply` for no content."""
+        if not self.finished:
+            cut = "the stream was cut mid-reply: " if shown else ""
+            raise StreamCut(
+                f"{PROVIDER}: {cut}the server ended the stream before the reply was finished "
+                f"(no message_stop); {url}",
+                provider=PROVIDER,
+            )
+        if not "".join(self.text).strip() and not self.calls:
+            raise EmptyReply(
+                f"{PROVIDER}: the server finished a reply with neither text nor a tool call "
+                f'(stop reason "{self.stop_reason}"); {url}',
+                provider=PROVIDER,
+            )
+
     def completion(
         self, model: str, latency_ms: float, pricing: Mapping[str, ModelPrice] | None
     ) -> Completion:
@@ -295,8 +333,10 @@ class _Reply:
         )
 
 
-def map_error(err: BaseException) -> ProviderError:
-    """The Kestrel error for anything the SDK or its HTTP layer raised."""
+def map_error(
+    err: BaseException, *, url: str | None = None, mid_reply: bool = False
+) -> ProviderError:
+    """The Kestrel error for anything the SDK or its HTTP layer raised while asking `url`."""
     if isinstance(err, ProviderError):
         return err
     if isinstance(err, anthropic.APIStatusError):
@@ -311,12 +351,25 @@ def map_error(err: BaseException) -> ProviderError:
             provider=PROVIDER,
             retry_after=retry_after_seconds(err.response.headers),
             context_too_long="prompt is too long" in message.lower(),
+            url=url,
         )
     if isinstance(err, anthropic.APIConnectionError | httpx2.HTTPError | OSError):
-        return NetworkError(f"{PROVIDER}: {err}", provider=PROVIDER)
+        return connection_error(PROVIDER, url, _reason(err), mid_reply=mid_reply)
     if isinstance(err, anthropic.CredentialsError):
         return AuthenticationFailed(f"{PROVIDER}: {err}", provider=PROVIDER)
     if isinstance(err, ValueError):
         # A malformed event (bad JSON, unexpected shape): the server's fault, worth a retry.
         return ServerError(f"{PROVIDER} sent a malformed stream: {err}", provider=PROVIDER)
     return ProviderError(f"{PROVIDER}: {type(err).__name__}: {err}", provider=PROVIDER)
+
+
+def _reason(err: BaseException) -> str:
+    """Why the connection failed: the SDK's own error only says "Connection error."."""
+    if isinstance(err, anthropic.APITimeoutError):
+        return "timed out"
+    cause = err.__cause__ if isinstance(err, anthropic.APIConnectionError) else err
+    if isinstance(cause, httpx2.RemoteProtocolError):
+        return "the server closed the connection"
+    if isinstance(cause, httpx2.HTTPError | OSError):
+        return describe_http_error(cause)
+    return str(err).rstrip(".").lower() or "connection error"

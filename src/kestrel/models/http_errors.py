@@ -49,6 +49,10 @@ def retry_after_seconds(
     return max((when - now()).total_seconds(), 0.0)
 
 
+NOT_RETRIED = frozenset({400, 401, 403, 404, 422, 501})
+"""Statuses that fail at once: the same request would get the same answer."""
+
+
 def error_for_status(
     status: int,
     message: str,
@@ -56,13 +60,23 @@ def error_for_status(
     provider: str,
     retry_after: float | None = None,
     context_too_long: bool = False,
+    url: str | None = None,
 ) -> ProviderError:
-    """The typed error for an HTTP failure; `context_too_long` comes from the provider's body."""
-    text = f"{provider} error {status}: {message}"
+    """The typed error for an HTTP failure; `context_too_long` comes from the provider's body.
+
+    The message names `url` when given, and keeps the server's own words.
+    """
+    where = f" from {url}" if url else ""
+    text = f"{provider} error {status}{where}: {message}"
     if status == 429:
         return RateLimited(text, provider=provider, status=status, retry_after=retry_after)
     if status in (503, 529):
         return Overloaded(text, provider=provider, status=status)
+    if status == 501:
+        # Not Implemented: the server lacks the feature asked for, which no retry brings.
+        return BadRequest(
+            f"{text} (the server does not implement this request)", provider=provider, status=501
+        )
     if status >= 500:
         return ServerError(text, provider=provider, status=status)
     if status in (401, 403):
@@ -73,3 +87,15 @@ def error_for_status(
         # The server timed out waiting for us: a network problem, worth another try.
         return NetworkError(text, provider=provider, status=status)
     return BadRequest(text, provider=provider, status=status)
+
+
+def connection_error(
+    provider: str, url: str | None, reason: str, *, mid_reply: bool
+) -> NetworkError:
+    """The error for a connection that failed, naming the URL and whether a reply was shown."""
+    where = url or "the server"
+    if mid_reply:
+        text = f"{provider}: the stream was cut mid-reply ({reason}); {where}"
+    else:
+        text = f"{provider}: the connection to {where} failed ({reason})"
+    return NetworkError(text, provider=provider)

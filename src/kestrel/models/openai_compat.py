@@ -1,62 +1,53 @@
-"""Any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama, OpenRouter)."""
+"""Any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama, OpenRouter).
+
+Servers differ in what they accept; `EndpointCapabilities` (see `kestrel.models.endpoint`) says
+how requests to this one are shaped, resolved from the user's choices and, where they leave
+something to detection, one cheap probe of the server before the first request.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 import httpx2
 import openai
-from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from kestrel.models.http_errors import error_for_status, retry_after_seconds
-from kestrel.models.pricing import ModelPrice, price
-from kestrel.protocol.errors import (
-    AuthenticationFailed,
-    ContextTooLong,
-    NetworkError,
-    ProviderError,
-    ServerError,
+from kestrel.models.endpoint import (
+    OPENAI_URL,
+    EndpointCapabilities,
+    EndpointChoices,
+    MaxTokensField,
+    kind_from_fingerprint,
+    resolve,
 )
+from kestrel.models.endpoint_probe import detect
+from kestrel.models.openai_errors import map_error
+from kestrel.models.openai_reply import PROVIDER, ReplyBuilder
+from kestrel.models.pricing import ModelPrice
+from kestrel.protocol.errors import AuthenticationFailed
 from kestrel.protocol.messages import (
-    AssistantTurn,
-    Completion,
     Message,
     ModelRequest,
-    StopReason,
     StreamPart,
-    TextDelta,
-    ToolCall,
-    ToolCallDelta,
     ToolResultTurn,
     ToolSpec,
-    Usage,
     UserTurn,
 )
 
-PROVIDER = "openai"
+__all__ = ["PROVIDER", "MaxTokensField", "OpenAICompatProvider", "build_params", "map_error"]
 
 # Local servers accept any key, but the SDK refuses to start without one.
 NO_KEY_PLACEHOLDER = "not-needed"
 
 # What the SDK and its HTTP layer raise; JSONDecodeError is a malformed chunk in the stream.
 _FAILURES = (openai.OpenAIError, httpx2.HTTPError, OSError, json.JSONDecodeError)
-
-_FINISH_REASONS: dict[str, StopReason] = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-}
-
-MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 
 
 class OpenAICompatProvider:
@@ -69,23 +60,47 @@ class OpenAICompatProvider:
         api_key: str | None = None,
         base_url: str | None = None,
         pricing: Mapping[str, ModelPrice] | None = None,
-        max_tokens_field: MaxTokensField = "max_completion_tokens",
+        max_tokens_field: MaxTokensField | None = None,
+        endpoint: EndpointChoices | None = None,
+        capabilities: EndpointCapabilities | None = None,
     ) -> None:
-        """Remember the settings; the SDK client is made on first use, never at construction.
+        """Remember the settings; nothing is sent and no SDK client is made until first use.
 
-        `max_tokens_field` is "max_tokens" for older servers that do not know the newer name.
+        `endpoint` holds the user's choices (None: detect everything); `capabilities`, when
+        given, is used as is and nothing is detected. `max_tokens_field` overrides the choice
+        of the field that carries the output limit ("max_tokens" for llama.cpp and older servers).
         """
         self._model = model
         self._api_key = api_key
         self._base_url = base_url
         self._pricing = pricing
-        self._max_tokens_field = max_tokens_field
+        choices = endpoint or EndpointChoices()
+        if max_tokens_field is not None:
+            choices = replace(choices, max_tokens_field=max_tokens_field)
+        self._choices = choices
+        self._capabilities = capabilities
         self._client: openai.AsyncOpenAI | None = None
 
     @property
     def model(self) -> str:
         """The model id, as priced and reported in usage."""
         return self._model
+
+    @property
+    def url(self) -> str:
+        """The endpoint's base URL, as requests go to it."""
+        base = self._base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        return base.rstrip("/")
+
+    async def capabilities(self) -> EndpointCapabilities:
+        """How requests are shaped, resolved once; a probe runs only where detection needs it."""
+        if self._capabilities is None:
+            base = self._base_url or os.environ.get("OPENAI_BASE_URL")
+            probe = self._choices.probe and self._choices.needs_kind
+            api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+            found = await asyncio.to_thread(detect, base, api_key=api_key, probe=probe)
+            self._capabilities = resolve(self._choices, found.kind, found.evidence)
+        return self._capabilities
 
     def _get_client(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -109,30 +124,69 @@ class OpenAICompatProvider:
             await client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
-        """Stream text and tool-call deltas, then the completed message with its usage."""
-        params = build_params(self._model, request, self._max_tokens_field)
+        """Stream text and tool-call deltas, then the completed message with its usage.
+
+        Raises `StreamCut` when the server never finishes the reply and `EmptyReply` when it
+        finishes one with nothing in it. A tool turn to a server that cannot stream tool calls
+        is asked for whole and replayed as the same parts.
+        """
+        self._get_client()  # A missing key fails before the probe, not after it.
+        caps = await self.capabilities()
+        whole = bool(request.tools) and not caps.stream_tool_calls
+        params = build_params(self._model, request, capabilities=caps, stream=not whole)
+        url = f"{self.url}/chat/completions"
         started = time.perf_counter()
-        reply = _Reply()
+        reply = ReplyBuilder()
+        shown = False
         try:
             client = self._get_client()
-            chunks: openai.AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
-                **params
-            )
-            try:
-                async for chunk in chunks:
-                    for part in reply.feed(chunk):
-                        yield part
-            finally:
-                await chunks.close()
+            if whole:
+                response: ChatCompletion = await client.chat.completions.create(**params)
+                parts = reply.take_whole(response)
+            else:
+                chunks: openai.AsyncStream[
+                    ChatCompletionChunk
+                ] = await client.chat.completions.create(**params)
+                try:
+                    async for chunk in chunks:
+                        for part in reply.feed(chunk):
+                            shown = True
+                            yield part
+                finally:
+                    await chunks.close()
+                parts = []
         except _FAILURES as err:
-            raise map_error(err) from err
+            raise map_error(err, url=url, mid_reply=shown) from err
+        for part in parts:
+            yield part
+        reply.check_finished(url, shown=shown)
+        self._learn(reply.fingerprint)
         yield reply.completion(self._model, (time.perf_counter() - started) * 1000, self._pricing)
+
+    def _learn(self, fingerprint: str | None) -> None:
+        """A server the probe could not name may name itself in its replies' fingerprint."""
+        caps = self._capabilities
+        if caps is None or caps.source("kind") != "default":
+            return
+        kind = kind_from_fingerprint(fingerprint)
+        if kind is not None:
+            evidence = f"its system_fingerprint {fingerprint} is a llama.cpp build"
+            self._capabilities = resolve(self._choices, kind, evidence)
 
 
 def build_params(
-    model: str, request: ModelRequest, max_tokens_field: MaxTokensField = "max_completion_tokens"
+    model: str,
+    request: ModelRequest,
+    max_tokens_field: MaxTokensField = "max_completion_tokens",
+    *,
+    capabilities: EndpointCapabilities | None = None,
+    stream: bool = True,
 ) -> dict[str, Any]:
-    """The Chat Completions body for `request`, streamed with usage in the last chunk."""
+    """The Chat Completions body for `request`, shaped by `capabilities`.
+
+    Without `capabilities`: streamed, usage asked for, the limit sent as `max_tokens_field`.
+    """
+    caps = capabilities or EndpointCapabilities(max_tokens_field=max_tokens_field)
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -140,12 +194,15 @@ def build_params(
     params: dict[str, Any] = {
         "model": model,
         "messages": messages,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        max_tokens_field: request.max_output_tokens,
+        "stream": stream,
+        caps.max_tokens_field: request.max_output_tokens,
     }
+    if stream and caps.usage:
+        params["stream_options"] = {"include_usage": True}
     if request.tools:
         params["tools"] = [_wire_tool(spec) for spec in request.tools]
+        if caps.tool_choice != "omit":
+            params["tool_choice"] = caps.tool_choice
     if request.temperature is not None:
         params["temperature"] = request.temperature
     return params
@@ -179,145 +236,3 @@ def _wire_message(message: Message) -> dict[str, Any]:
     ]
     # null content is the documented form for a turn that only calls tools.
     return {"role": "assistant", "content": message.text or None, "tool_calls": calls}
-
-
-@dataclass(slots=True)
-class _PendingCall:
-    call_id: str
-    name: str
-    arguments: str = ""
-
-
-class _Reply:
-    """Builds one assistant message from streamed chunks, yielding our parts as it goes."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.calls: list[_PendingCall] = []
-        self.call_index: dict[int, int] = {}  # the server's tool call index -> ours
-        self.usage: CompletionUsage | None = None
-        self.finish_reason: str | None = None
-
-    def feed(self, chunk: ChatCompletionChunk) -> list[StreamPart]:
-        """Take one chunk; return the parts it adds to the stream."""
-        if chunk.usage is not None:
-            self.usage = chunk.usage
-        parts: list[StreamPart] = []
-        # Usage-only chunks have no choices; we ask for one choice, so only index 0 matters.
-        for choice in chunk.choices or ():
-            if choice.index != 0:
-                continue
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
-            for text in (delta.content, delta.refusal):
-                if text:
-                    self.text.append(text)
-                    parts.append(TextDelta(text=text))
-            for position, call in enumerate(delta.tool_calls or ()):
-                parts.append(self._tool_delta(position, call))
-        return parts
-
-    def _tool_delta(self, position: int, call: ChoiceDeltaToolCall) -> ToolCallDelta:
-        # Some servers omit `index` when they send whole calls in one chunk; fall back to order.
-        server_index = getattr(call, "index", None)
-        if not isinstance(server_index, int):
-            server_index = position
-        arguments = (call.function.arguments if call.function else None) or ""
-        index = self.call_index.get(server_index)
-        if index is None:
-            index = len(self.calls)
-            self.call_index[server_index] = index
-            # Not every local server sends call ids; the loop needs one to pair the result.
-            call_id = call.id or f"call_{index}"
-            name = (call.function.name if call.function else None) or ""
-            self.calls.append(_PendingCall(call_id, name, arguments))
-            return ToolCallDelta(index=index, call_id=call_id, name=name, arguments_delta=arguments)
-        self.calls[index].arguments += arguments
-        return ToolCallDelta(index=index, arguments_delta=arguments)
-
-    def completion(
-        self, model: str, latency_ms: float, pricing: Mapping[str, ModelPrice] | None
-    ) -> Completion:
-        """The finished message with its metered usage (zeros when the server sent none)."""
-        calls = tuple(
-            ToolCall(id=call.call_id, name=call.name, arguments=call.arguments or "{}")
-            for call in self.calls
-        )
-        usage = _usage(self.usage, model, latency_ms)
-        cost, priced = price(usage, model, pricing)
-        stop: StopReason = _FINISH_REASONS.get(self.finish_reason or "", "other")
-        if stop == "end_turn" and calls:
-            # Some local servers say "stop" after a tool call; the calls are what matters.
-            stop = "tool_use"
-        return Completion(
-            message=AssistantTurn(text="".join(self.text), tool_calls=calls),
-            usage=replace(usage, cost_usd=cost, priced=priced),
-            stop_reason=stop,
-        )
-
-
-def _usage(reported: CompletionUsage | None, model: str, latency_ms: float) -> Usage:
-    if reported is None:
-        return Usage(model=model, latency_ms=latency_ms, tokens_reported=False)
-    prompt = int(reported.prompt_tokens or 0)
-    details = reported.prompt_tokens_details
-    cached = int((details.cached_tokens if details else None) or 0)
-    # prompt_tokens includes the cached ones; ours counts them apart, as Anthropic does.
-    return Usage(
-        model=model,
-        input_tokens=max(prompt - cached, 0),
-        output_tokens=int(reported.completion_tokens or 0),
-        cache_read_tokens=cached,
-        latency_ms=latency_ms,
-    )
-
-
-def map_error(err: BaseException) -> ProviderError:
-    """The Kestrel error for anything the SDK or its HTTP layer raised."""
-    if isinstance(err, ProviderError):
-        return err
-    if isinstance(err, openai.APIStatusError):
-        return error_for_status(
-            err.status_code,
-            _body_message(err),
-            provider=PROVIDER,
-            retry_after=retry_after_seconds(err.response.headers),
-            context_too_long=_says_context_too_long(err),
-        )
-    if isinstance(err, openai.APIConnectionError | httpx2.HTTPError | OSError):
-        return NetworkError(f"{PROVIDER}: {err}", provider=PROVIDER)
-    if isinstance(err, openai.APIError):
-        return _stream_error(err)
-    if isinstance(err, ValueError):
-        # A malformed chunk (bad JSON, unexpected shape): the server's fault, worth a retry.
-        return ServerError(f"{PROVIDER} sent a malformed stream: {err}", provider=PROVIDER)
-    return ProviderError(f"{PROVIDER}: {type(err).__name__}: {err}", provider=PROVIDER)
-
-
-def _body_message(err: openai.APIError) -> str:
-    body = err.body
-    message = body.get("message") if isinstance(body, dict) else None
-    return message if isinstance(message, str) and message else err.message
-
-
-def _says_context_too_long(err: openai.APIError) -> bool:
-    # OpenAI sends a code; vLLM and llama.cpp only say it in words or in the error type.
-    message = err.message.lower()
-    return (
-        err.code == "context_length_exceeded"
-        or err.type == "exceed_context_size_error"
-        or "maximum context length" in message
-        or "context size" in message
-    )
-
-
-def _stream_error(err: openai.APIError) -> ProviderError:
-    """An error object sent inside a 200 stream; its code is an HTTP status on some routers."""
-    if _says_context_too_long(err):
-        return ContextTooLong(f"{PROVIDER}: {err.message}", provider=PROVIDER)
-    code = err.code or ""
-    status = int(code) if code.isdigit() else 500
-    if err.type == "rate_limit_exceeded" or code == "rate_limit_exceeded":
-        status = 429
-    return error_for_status(status, err.message, provider=PROVIDER)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kestrel.models.base import Provider
-from kestrel.protocol.errors import ProviderError, RateLimited
+from kestrel.protocol.errors import EmptyReply, ProviderError, RateLimited, StreamCut
 from kestrel.protocol.messages import ModelRequest, StreamPart
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -36,6 +36,15 @@ class RetryPolicy:
     max_delay_s: float = 60.0
     jitter: float = 0.25
     """Each backoff is scaled by a random factor in [1 - jitter, 1 + jitter]."""
+    attempt_caps: tuple[tuple[type[ProviderError], int], ...] = ((StreamCut, 2), (EmptyReply, 2))
+    """Errors of these types end the retries once this many attempts were made, whatever
+    `max_attempts` allows: a cut or empty reply is tried once more, since a server that sends
+    two in a row (a context overflow on llama.cpp, a broken model) will not answer this request."""
+
+    def attempts_for(self, error: ProviderError) -> int:
+        """The most attempts a request may take when it fails with `error`."""
+        caps = [cap for kind, cap in self.attempt_caps if isinstance(error, kind)]
+        return min([self.max_attempts, *caps])
 
     def backoff(self, attempt: int, unit: float) -> float:
         """The wait after failed attempt `attempt` (from 1); `unit` is a random draw in [0, 1]."""
@@ -44,7 +53,7 @@ class RetryPolicy:
 
     def delay_for(self, attempt: int, error: ProviderError, unit: float) -> float | None:
         """The wait before the next attempt, or None when `error` should propagate now."""
-        if not error.retryable or attempt >= self.max_attempts:
+        if not error.retryable or attempt >= self.attempts_for(error):
             return None
         retry_after = error.retry_after if isinstance(error, RateLimited) else None
         if retry_after is None:
