@@ -34,7 +34,10 @@ def _cost_notices(
     why = f"no price is known for {model} ({NO_PRICE_HELP}), so its calls count as $0"
     found = []
     if limits.max_cost_usd is not None and "cost" not in said:
-        detail = f"the cost budget cannot be enforced: {why}; a token budget (--max-tokens) can"
+        detail = (
+            f"the cost budget cannot be enforced: {why}; a token budget "
+            "(limits.max_tokens, KESTREL_MAX_TOKENS) can"
+        )
         found.append(BudgetNotice(budget="cost", enforced=False, detail=detail))
     if daily is not None and daily.max_cost_usd is not None and "cost_per_day" not in said:
         detail = (

@@ -28,6 +28,8 @@ class SessionSummary:
     """What the session's model calls cost so far, in US dollars."""
     turns: int = 0
     """How many model calls the session has completed."""
+    cost_known: bool = True
+    """False when some model call had no price, so `cost_usd` is only a lower bound."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -58,8 +58,10 @@ class MemoryStore:
             # Encode now, as the real store does, so unserialisable events fail in tests too.
             session.lines.append(record_to_json(record))
             cost, turns = session.summary.cost_usd, session.summary.turns
+            known = session.summary.cost_known
             if isinstance(event, ModelCompleted):
                 turns += 1
+                known = known and event.usage.priced
                 usage = event.usage
                 tokens = usage.total_input_tokens + usage.output_tokens
                 self._spends.append((at, usage.cost_usd, tokens))
@@ -71,6 +73,7 @@ class MemoryStore:
                 status=status_after(session.summary.status, event),
                 cost_usd=cost,
                 turns=turns,
+                cost_known=known,
             )
         self._notifier.notify(session_id)
         return record

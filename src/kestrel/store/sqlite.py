@@ -85,7 +85,9 @@ _SESSIONS_WITH_COST = (
     "  WHERE session_id = s.id AND type = 'model_completed'),"
     " json_extract(e.json, '$.event.parent_session_id'),"
     " (SELECT COUNT(*) FROM events INDEXED BY events_spend_by_session"
-    "  WHERE session_id = s.id AND type = 'model_completed')"
+    "  WHERE session_id = s.id AND type = 'model_completed'),"
+    f" (SELECT MIN(COALESCE({_USAGE.format('priced')}, 1)) FROM events"
+    "  INDEXED BY events_spend_by_session WHERE session_id = s.id AND type = 'model_completed')"
     " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
     " ORDER BY s.created_at DESC, s.rowid DESC"
 )
@@ -241,6 +243,7 @@ class SQLiteStore:
                 cost_usd=float(row[8]),
                 parent_session_id=row[9],
                 turns=int(row[10]),
+                cost_known=row[11] != 0,  # None: no model call yet, so nothing unpriced
             )
             for row in rows
         ]
