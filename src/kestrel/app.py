@@ -28,6 +28,7 @@ from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 from kestrel.models.base import Provider
+from kestrel.models.endpoint import EndpointChoices
 from kestrel.models.retry import RetryPolicy
 from kestrel.models.router import ROLES, Candidate, FailoverPolicy, FailoverProvider, ModelRouter
 from kestrel.models.scripted import ScriptedProvider
@@ -68,8 +69,14 @@ def open_store(settings: Settings) -> EventStore:
     return SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
 
 
-def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None = None) -> Provider:
-    """A provider from `provider:model` (e.g. `anthropic:claude-sonnet-4-5`, `scripted:PATH`)."""
+def build_provider(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    cwd: Path | None = None,
+    endpoint: EndpointChoices | None = None,
+) -> Provider:
+    """A provider from `provider:model` (`anthropic:claude-sonnet-4-5`, `scripted:PATH`, ...)."""
     name, sep, model = spec.partition(":")
     if not sep or name not in PROVIDERS or not model:
         raise ConfigError(
@@ -86,7 +93,13 @@ def build_provider(spec: str, *, base_url: str | None = None, cwd: Path | None =
         return AnthropicProvider(model, base_url=base_url)
     from kestrel.models.openai_compat import OpenAICompatProvider
 
-    return OpenAICompatProvider(model, base_url=base_url)
+    return OpenAICompatProvider(model, base_url=base_url, endpoint=endpoint)
+
+
+def endpoint_for(settings: Settings, base_url: str | None) -> EndpointChoices | None:
+    """The `[endpoint]` choices for a model reached at `base_url`: they describe the server at
+    the top-level `base_url`; a model with an endpoint of its own is detected instead."""
+    return settings.endpoint.choices() if base_url == settings.base_url else None
 
 
 def check_credentials(settings: Settings, env: Mapping[str, str]) -> None:
@@ -117,7 +130,10 @@ def router_for(settings: Settings, cwd: Path, policy: RetryPolicy | None = None)
         for choice in settings.role_models(role):
             key = (choice.model, choice.base_url)
             if key not in built:
-                built[key] = build_provider(choice.model, base_url=choice.base_url, cwd=cwd)
+                endpoint = endpoint_for(settings, choice.base_url)
+                built[key] = build_provider(
+                    choice.model, base_url=choice.base_url, cwd=cwd, endpoint=endpoint
+                )
             candidates.append(Candidate(choice.model, built[key]))
         chains[role] = FailoverProvider(candidates, policy=failover)
     return ModelRouter(chains)
@@ -266,7 +282,12 @@ def subagent_runner(
         load_definitions(dirs, known_tools=tool_names),
         context_note=context_note(cwd=str(cwd), memory=memory, today=dt.date.today().isoformat()),
         model_streamer=lambda spec: streamer_for(
-            build_provider(spec, base_url=_same_provider_url(settings, spec), cwd=cwd)
+            build_provider(
+                spec,
+                base_url=(url := _same_provider_url(settings, spec)),
+                cwd=cwd,
+                endpoint=endpoint_for(settings, url),
+            )
         ),
         version=version(),
     )

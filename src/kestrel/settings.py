@@ -34,6 +34,7 @@ from kestrel.policy.hooks import HOOK_EVENTS
 from kestrel.policy.rules import RuleError, parse_rule
 from kestrel.protocol.events import Limits, ModelRole, PermissionMode
 from kestrel.settings_checks import check_combined
+from kestrel.settings_endpoint import EndpointSettings
 from kestrel.settings_limits import SandboxLimitSettings
 from kestrel.settings_sandbox import SandboxViewSettings
 
@@ -321,6 +322,7 @@ class Settings(_Table):
     """What of the host sandboxed commands see besides the defaults (user's file only)."""
     sandbox_limits: SandboxLimitSettings = SandboxLimitSettings()
     """CPU, memory, process, file and workspace-growth limits per command (user's file only)."""
+    endpoint: EndpointSettings = EndpointSettings()  # the server at base_url: settings_endpoint
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
     _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -40,6 +40,12 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "max_output_chars": ("tools", "max_output_chars"),
     "loop_warn_after": ("loop_detection", "warn_after"),
     "loop_stop_after": ("loop_detection", "stop_after"),
+    "endpoint_kind": ("endpoint", "kind"),
+    "max_tokens_field": ("endpoint", "max_tokens_field"),
+    "stream_tool_calls": ("endpoint", "stream_tool_calls"),
+    "tool_choice": ("endpoint", "tool_choice"),
+    "expect_usage": ("endpoint", "usage"),
+    "endpoint_probe": ("endpoint", "probe"),
     "window_tokens": ("compaction", "window_tokens"),
 }
 """Flat names, as flags and `KESTREL_<NAME>` environment variables use them, to settings paths."""

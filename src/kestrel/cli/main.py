@@ -164,6 +164,23 @@ def run(
     workspace: WorkspaceMode = None,
     allow: Allow = None,
     deny: Deny = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="Send model requests to this endpoint, e.g. http://127.0.0.1:8080/v1 for a "
+            "local llama.cpp, vLLM or Ollama server (the model's provider must speak its API).",
+        ),
+    ] = None,
+    max_tokens_field: Annotated[
+        Literal["max_tokens", "max_completion_tokens"] | None,
+        typer.Option(
+            "--max-tokens-field",
+            help="The request field for the output limit on an OpenAI-compatible server: "
+            "max_tokens (llama.cpp, vLLM, Ollama, older servers) or max_completion_tokens "
+            "(OpenAI); detected when left out.",
+        ),
+    ] = None,
     continue_: Annotated[
         bool,
         typer.Option(
@@ -194,6 +211,8 @@ def run(
         allow=tuple(allow or ()),
         deny=tuple(deny or ()),
         continue_latest=continue_,
+        base_url=base_url,
+        max_tokens_field=max_tokens_field,
         plan=plan,
     )
     raise typer.Exit(run_request(request))

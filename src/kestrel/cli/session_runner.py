@@ -80,6 +80,8 @@ class RunRequest:
     """Start in plan mode: explore read-only and propose a plan before changing anything."""
     plan_choice: PlanChoice | None = None
     """The person's decision on the plan the session waits on, given on the command line."""
+    base_url: str | None = None
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
 
 
 def run_request(request: RunRequest) -> int:
@@ -138,6 +140,8 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
         "workspace": request.workspace,
         "allow": list(request.allow),
         "deny": list(request.deny),
+        "base_url": request.base_url,
+        "max_tokens_field": request.max_tokens_field,
     }
     return load_settings(cwd, env=os.environ, flags=flags, home=Path.home())
 
