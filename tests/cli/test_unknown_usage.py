@@ -53,6 +53,7 @@ def test_estimated_tokens_and_unknown_cost_reach_json_footer_and_sessions(env: E
     footer = next(line for line in shown.stdout.splitlines() if line.startswith("── done"))
     assert re.search(r" · ~\d+(\.\d)?k tokens \(estimated\) · \$\? · ", footer), footer
     assert "$0.0000" not in shown.stdout
+    assert "budget: the cost budget cannot be enforced: no price is known for" in shown.stdout
     spent = [line.strip() for line in shown.stdout.splitlines() if "⋯ spent" in line]
     assert len(spent) == 2 and all(re.fullmatch(r"⋯ spent ~\S+ tokens · \$\?", s) for s in spent)
 
