@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from kestrel.evals.html_page import DASH, Markup, Node, join, money, seconds, tag
 from kestrel.protocol.events import (
+    BudgetNotice,
     BudgetWarning,
     ChangesApplied,
     ChangesReady,
@@ -117,6 +118,8 @@ def other_entry(event: Event, stamp: str, diffs: Mapping[str, Sequence[str]]) ->
         case BudgetWarning():
             text = f"{event.budget}: {event.used:g} used of {event.limit:g}"
             return entry("budget warn", "Budget warning", stamp, tag("p", text))
+        case BudgetNotice():
+            return entry("budget warn", "Budget notice", stamp, tag("p", event.detail))
         case LoopDetected():
             text = f"{event.pattern} · {event.action}: {event.detail}"
             return entry("loop warn", "Loop detected", stamp, tag("p", text))

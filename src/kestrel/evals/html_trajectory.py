@@ -163,16 +163,22 @@ def _usage_totals(log: _Log) -> Totals:
     )
 
 
+def _any_estimated(log: _Log) -> bool:
+    """Whether some model call's server reported no usage, so its tokens are estimates."""
+    return any(not c.usage.tokens_reported for c in log.completed.values())
+
+
 def _figures(log: _Log) -> Markup:
     t = _usage_totals(log)
     unpriced = any(not c.usage.priced for c in log.completed.values())
+    estimated = " (estimated)" if t.tokens_estimated or _any_estimated(log) else ""
     outcome = log.finished.reason if log.finished else "not finished"
     items = [
         ("outcome", outcome),
         ("turns", count(t.turns)),
         ("tool calls", count(t.tool_calls)),
-        ("input tokens", count(t.input_tokens)),
-        ("output tokens", count(t.output_tokens)),
+        ("input tokens" + estimated, count(t.input_tokens)),
+        ("output tokens" + estimated, count(t.output_tokens)),
         ("cache read tokens", count(t.cache_read_tokens)),
         ("cost" + (" (unpriced model)" if unpriced else ""), money(t.cost_usd)),
         ("wall time", seconds(t.wall_s if log.finished else None)),
@@ -263,6 +269,7 @@ def _turn(
         f"{u.input_tokens:,} in · {u.output_tokens:,} out · {u.cache_read_tokens:,} cache read · "
         f"{u.cache_write_tokens:,} cache write · {money(u.cost_usd)}"
         + ("" if u.priced else " (unpriced)")
+        + ("" if u.tokens_reported else " (estimated tokens: the server reported none)")
         + f" · {seconds(u.latency_ms / 1000)} · {done.stop_reason}"
     )
     parts: list[Node] = [tag("p", usage, class_="usage muted")]
