@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -17,14 +20,23 @@ from kestrel import app, app_workspace
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import DenyingApprover
 from kestrel.agent.session import start_session
+from kestrel.cli import interrupts
 from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, AfterRun, drive
-from kestrel.cli.render import ConsoleFrontend
+from kestrel.cli.render import ConsoleFrontend, not_verified
 from kestrel.models.scripted import ScriptedProvider
-from kestrel.protocol.events import ChangesReady, Limits, SessionFinished, ToolFinished
+from kestrel.protocol.events import (
+    ChangesReady,
+    Limits,
+    Record,
+    SessionFinished,
+    ToolFinished,
+    VerificationFinished,
+)
 from kestrel.sandbox.probe import probe
 from kestrel.settings import Settings
 from kestrel.settings_load import load_settings
-from kestrel.workspace.overlay import View
+from kestrel.store.base import EventStore
+from kestrel.workspace.overlay import View, discard_layer
 
 TASK = (
     "Customers say a 15% discount barely changes the price at checkout. "
@@ -34,12 +46,45 @@ TEST_RULE = "Bash(python3 -m unittest:*)"
 """The one command the demo's session may run without asking."""
 
 
+@dataclass(slots=True)
+class _Demo:
+    """What a demo run has opened, so that a Ctrl-C at any point can close it."""
+
+    console: Console
+    project: Path
+    keep: bool
+    store: EventStore | None = None
+    session_id: str | None = None
+    view: View | None = None
+
+
 def run_demo(*, keep: bool = False) -> int:
-    """Copy the bundled project to a temporary directory, fix it there, show the diff."""
+    """Copy the bundled project to a temporary directory, fix it there, show the diff.
+
+    Ctrl-C or SIGTERM at any point: one line, exit 130 or 143, the session recorded as
+    cancelled, and the temporary directory removed unless `keep`.
+    """
     console = Console(highlight=False)
-    bundle = resources.files("kestrel.demo")
     workdir = Path(tempfile.mkdtemp(prefix="kestrel-demo-"))
-    project = workdir / "shop-project"
+    demo = _Demo(console, workdir / "shop-project", keep)
+    try:
+        return _demo(demo)
+    except KeyboardInterrupt as exc:
+        interrupts.note_interrupt(exc)
+        if demo.store is not None and demo.session_id is not None:
+            interrupts.settle(demo.store, demo.session_id)
+        return interrupts.announce(console, demo.session_id if keep else None)
+    finally:
+        _close(demo)
+        if keep:
+            console.print(f"The project is kept in {demo.project}", style="dim")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _demo(demo: _Demo) -> int:
+    console, project = demo.console, demo.project
+    bundle = resources.files("kestrel.demo")
     with resources.as_file(bundle / "project") as source:
         shutil.copytree(source, project, ignore=shutil.ignore_patterns("__pycache__"))
     with resources.as_file(bundle / "script.json") as script:
@@ -55,31 +100,29 @@ def run_demo(*, keep: bool = False) -> int:
         )
     )
     console.print(f"Project copied to {project}\nTask: {TASK}\n", style="dim")
-    try:
-        code = _run(console, project, provider, model)
-        _show_diff(console, project, before)
-        return code
-    finally:
-        if keep:
-            console.print(f"The project is kept in {project}", style="dim")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    code = _run(demo, provider, model)
+    if interrupts.received() is not None:
+        return interrupts.announce(console, demo.session_id if demo.keep else None)
+    _close(demo)  # The diff is of the project itself, as the change left it.
+    _show_diff(console, project, before)
+    return code
 
 
-def _run(console: Console, project: Path, provider: ScriptedProvider, model: str) -> int:
+def _run(demo: _Demo, provider: ScriptedProvider, model: str) -> int:
+    console, project = demo.console, demo.project
     # Edits land without asking; the only command the demo may run is its test suite.
     flags: dict[str, object] = {"allow": [TEST_RULE]}
     if not asyncio.run(probe()).ok:
         flags["sandbox"] = "none"
         console.print(
             "The sandbox cannot start here (see `kestrel doctor`): the demo's test command "
-            "runs unconfined, as you.",
+            "runs unconfined, as you, and Kestrel does not verify the change itself.",
             style="yellow",
         )
     settings = load_settings(project, env=os.environ, flags=flags, home=Path.home())
-    store = app.open_store(settings)
+    store = demo.store = app.open_store(settings)
     try:
-        session_id = start_session(
+        session_id = demo.session_id = start_session(
             store,
             task=TASK,
             cwd=project,
@@ -90,26 +133,53 @@ def _run(console: Console, project: Path, provider: ScriptedProvider, model: str
         )
         parts = app.LoopParts(approver=DenyingApprover(), provider=provider)
         # The session edits an overlay; its change reaches the project when the run is done.
-        view = app_workspace.open_workspace(settings, session_id, project)
+        view = demo.view = app_workspace.open_workspace(settings, session_id, project)
         loop = app.build_loop(store, session_id, settings, view.root if view else project, parts)
-        frontend = ConsoleFrontend(console)
+        frontend = ConsoleFrontend(console, resume_hint=demo.keep)
         after = _hand_off(loop, settings, view) if view else None
         finished = asyncio.run(drive(store, loop, frontend, message=None, after_seq=0, after=after))
-        runs = [
-            r.event
-            for r in store.read(session_id)
-            if isinstance(r.event, ToolFinished) and r.event.name == "bash"
-        ]
+        records = store.read(session_id)
     finally:
         store.close()
+        demo.store = None
+    if interrupts.received() is not None:
+        return interrupts.exit_code()
+    return _verdict(console, finished, session_id, records)
+
+
+def _verdict(
+    console: Console, finished: SessionFinished, session_id: str, records: Sequence[Record]
+) -> int:
+    """Say whether the tests pass and whether Kestrel verified the change itself."""
+    runs = [
+        r.event for r in records if isinstance(r.event, ToolFinished) and r.event.name == "bash"
+    ]
+    checks = [r.event for r in records if isinstance(r.event, VerificationFinished)]
     passed = bool(runs) and runs[-1].exit_code == 0
     verdict = "the tests pass" if passed else "the tests do NOT pass"
+    unverified = next((why for why in map(not_verified, checks) if why), None)
+    if unverified is not None:
+        verdict += f"; the change was NOT verified by Kestrel ({unverified})"
+    elif checks and checks[-1].ok:
+        verdict += "; Kestrel verified the change itself"
     console.print(
         f"\nDemo finished ({finished.reason}); {verdict}. "
         f"See the session again with: kestrel sessions show {session_id}",
-        style="bold green" if passed else "bold red",
+        style="bold green" if passed and unverified is None else "bold red",
     )
     return EXIT_DONE if finished.reason == "done" and passed else EXIT_ERROR
+
+
+def _close(demo: _Demo) -> None:
+    """Take the session's overlay off the project, and drop it with the project unless kept."""
+    view, demo.view = demo.view, None
+    if view is None:
+        return
+    if view.kind == "kernel" and os.path.ismount(view.checkout):
+        with contextlib.suppress(OSError):
+            view.close()
+    if not demo.keep:
+        discard_layer(view.layer)
 
 
 def _hand_off(loop: AgentLoop, settings: Settings, view: View) -> AfterRun:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -17,13 +16,15 @@ from rich.markup import escape
 
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approval
+from kestrel.agent.state import replay
+from kestrel.cli import interrupts
 from kestrel.cli.render import (
     ConsoleFrontend,
     Frontend,
     QuietFrontend,
     StreamJsonFrontend,
 )
-from kestrel.protocol.events import SessionFinished, ToolKind, Totals
+from kestrel.protocol.events import SessionFinished, ToolKind
 from kestrel.protocol.messages import ToolCall
 from kestrel.store.base import EventStore
 
@@ -33,7 +34,8 @@ EXIT_DONE = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_LIMIT = 3
-EXIT_CANCELLED = 130
+EXIT_CANCELLED = interrupts.EXIT_CANCELLED
+EXIT_TERMINATED = interrupts.EXIT_TERMINATED
 
 EXIT_CODES = {
     "done": EXIT_DONE,
@@ -67,42 +69,49 @@ async def drive(
     follow_up: FollowUp | None = None,
     after: AfterRun | None = None,
 ) -> SessionFinished:
-    """Run the loop while `frontend` renders its events; Ctrl-C cancels cleanly.
+    """Run the loop while `frontend` renders its events; Ctrl-C or SIGTERM cancels cleanly.
 
-    `after` runs once the conversation is over, while the frontend still shows new events.
+    `after` runs once the conversation is over, while the frontend still shows new events. A
+    signal cancels the run: the loop records the session as cancelled (or, between runs, it is
+    left as its log says); `interrupts.received()` then names the signal.
     """
     consumer = asyncio.create_task(frontend.consume(store.subscribe(loop.session_id, after_seq)))
     main = asyncio.current_task()
-    running = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        running.add_signal_handler(signal.SIGINT, lambda: main.cancel() if main else None)
-    try:
-        finished = await (loop.send(message) if message is not None else loop.run())
-        while follow_up is not None:
-            await frontend.caught_up(loop.state.last_seq)
-            text = await follow_up()
-            if not text:
-                break
-            finished = await loop.send(text)
-        if after is not None:
-            await after(finished)
-    except asyncio.CancelledError:
-        finished = loop.state.finished or SessionFinished(reason="cancelled", totals=Totals())
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            running.remove_signal_handler(signal.SIGINT)
-        await frontend.caught_up(loop.state.last_seq)
-        consumer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await consumer
+    assert main is not None
+    with interrupts.on_signals(main.cancel):
+        try:
+            finished = await (loop.send(message) if message is not None else loop.run())
+            while follow_up is not None:
+                await frontend.caught_up(loop.state.last_seq)
+                text = await follow_up()
+                if not text:
+                    break
+                finished = await loop.send(text)
+            if after is not None:
+                await after(finished)
+        except asyncio.CancelledError:
+            if interrupts.received() is None:
+                raise  # Not a signal: whoever cancelled the task is waiting for it to end.
+            main.uncancel()
+            interrupts.settle(store, loop.session_id)  # Stopped between the loop's own runs.
+            settled = loop.state.finished or replay(store.read(loop.session_id)).finished
+            assert settled is not None
+            finished = settled
+        finally:
+            await frontend.caught_up(store.read(loop.session_id)[-1].seq)
+            consumer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await consumer
     return finished
 
 
 def print_result(
     finished: SessionFinished, session_id: str, output_format: OutputFormat, headless: bool
 ) -> int:
-    """Print what a headless run prints at its end; return the exit code."""
-    code = EXIT_CODES[finished.reason]
+    """Print what a headless run prints at its end; return the exit code (130 or 143 when a
+    signal stopped the run)."""
+    stopped = interrupts.received() is not None
+    code = interrupts.exit_code() if stopped else EXIT_CODES[finished.reason]
     if headless and output_format == "json":
         totals = finished.totals
         print(
@@ -122,6 +131,10 @@ def print_result(
                 ensure_ascii=False,
             )
         )
+    if stopped:
+        if headless:  # At a terminal the session's view says it.
+            print(interrupts.stopped_line(session_id), file=sys.stderr)
+            interrupts.mark_said()
     elif headless and output_format == "text":
         if finished.final_text:
             print(finished.final_text)
@@ -201,7 +214,11 @@ async def read_line() -> str | None:
             loop.call_soon_threadsafe(settle, value)
 
     threading.Thread(target=reader, name="kestrel-stdin", daemon=True).start()
-    return await answer
+    try:
+        return await answer
+    except asyncio.CancelledError:
+        print(flush=True)  # Cancelled while asking: what follows starts on a fresh line.
+        raise
 
 
 def _read_line() -> str | None:

@@ -7,9 +7,11 @@ take that step here, before those imports; `--workspace direct` (or the setting)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 OVERLAY_COMMANDS = frozenset({"resume", "rewind", "apply", "discard", "demo"})
 """Subcommands that open a session's overlay; a task (no subcommand) does too."""
@@ -63,7 +65,27 @@ def _settings_want_overlay(args: list[str], env: dict[str, str] | os._Environ[st
 
 
 def main() -> None:
-    """Entry point of the `kestrel` console script."""
+    """Entry point of the `kestrel` console script: Ctrl-C or SIGTERM at any moment, imports
+    included, ends it with one line and exit code 130 (Ctrl-C) or 143 (SIGTERM)."""
+    try:
+        _run()
+    except KeyboardInterrupt as exc:
+        _stopped(exc)
+    except SystemExit as exc:
+        if exc.code not in (130, 143):
+            raise
+        _stopped(None)  # Stopped by a signal; the command may have said so already.
+    except Exception as exc:
+        interrupt = _interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        _stopped(interrupt)  # Python 3.11 wraps one raised while a class is made.
+
+
+def _run() -> None:
+    from kestrel.cli.interrupts import watch_terminate
+
+    watch_terminate()
     if wants_overlay(sys.argv[1:], os.environ):
         from kestrel.workspace.overlay import prepare_namespace
 
@@ -71,3 +93,40 @@ def main() -> None:
     from kestrel.cli.main import main as run
 
     run()
+
+
+def _stopped(interrupt: KeyboardInterrupt | None) -> NoReturn:
+    """Say "Cancelled." once (unless the command said how it stopped) and exit with the code of
+    the signal that stopped it.
+
+    The exit is `os._exit`, after flushing: every `finally` has run by now, and a Ctrl-C that
+    landed in code Python compiles at run time (dataclasses do) would otherwise make the
+    interpreter kill itself with SIGINT on the way out, whatever exit code was asked for.
+    """
+    try:
+        from kestrel.cli import interrupts
+
+        if interrupt is not None:
+            interrupts.note_interrupt(interrupt)
+        if not interrupts.said():
+            print(interrupts.stopped_line(None), file=sys.stderr)
+        code = interrupts.exit_code()
+    except KeyboardInterrupt:  # Interrupted again while importing the module above.
+        print("Cancelled.", file=sys.stderr)
+        code = 130
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C an exception was raised for, if one was."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

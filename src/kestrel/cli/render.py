@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from kestrel.cli import interrupts
 from kestrel.cli.render_plan import plan_lines, todo_lines
 from kestrel.cli.usage_text import compact_count as _k
 from kestrel.cli.usage_text import cost_text, tokens_text
@@ -121,9 +122,13 @@ class QuietFrontend(Frontend):
 class ConsoleFrontend(Frontend):
     """The interactive view: streamed text, each tool call and result, diffs, and a footer."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, resume_hint: bool = True) -> None:
         super().__init__()
         self.console = console
+        self._resume_hint = resume_hint
+        """Whether a cancelled session can be resumed from here (the demo's folder is gone)."""
+        self._unverified: str | None = None
+        """Why a verification of this run could not check the change."""
         self._in_text = False
         self._streamed: set[str] = set()
         self._spent = Totals()
@@ -178,6 +183,8 @@ class ConsoleFrontend(Frontend):
             case FileChanged():
                 self._streamed.add(event.call_id)
                 self._diff(event)
+            case ToolFinished(interrupted=True) if interrupts.received() is not None:
+                pass  # The line that says the run was cancelled covers it.
             case ToolFinished():
                 self._result(event)
             case ModelRetrying():
@@ -211,8 +218,9 @@ class ConsoleFrontend(Frontend):
             case ErrorOccurred():
                 self.console.print(f"[red]error: {escape(event.message)}[/red]")
             case SessionFinished():
-                self.console.print(footer(event, record.session_id), style="dim")
+                self._finished(event, record.session_id)
             case VerificationFinished():
+                self._unverified = not_verified(event) or self._unverified
                 style = "green" if event.ok else "yellow"
                 for i, line in enumerate(event.report.splitlines()[: PREVIEW_LINES * 2]):
                     mark = ("✓ " if event.ok else "✗ ") if i == 0 else "  "
@@ -236,6 +244,17 @@ class ConsoleFrontend(Frontend):
                 self._spent = add_usage(self._spent, event)
                 line = spend_line(self._spent, whole_session=bool(self._whole_session))
                 self.console.print(Text(line, style="dim"))
+
+    def _finished(self, event: SessionFinished, session_id: str) -> None:
+        """The final summary: how the run was stopped (when a signal stopped it), whether the
+        change went unverified, then the footer."""
+        if event.reason == "cancelled" and interrupts.received() is not None:
+            line = interrupts.stopped_line(session_id if self._resume_hint else None)
+            self.console.print(Text(line, style="bold yellow"), soft_wrap=True)
+            interrupts.mark_said()
+        elif self._unverified is not None:
+            self.console.print(Text(f"⚠ {self._unverified}", style="bold yellow"), soft_wrap=True)
+        self.console.print(footer(event, session_id), style="dim")
 
     def _diff(self, event: FileChanged) -> None:
         self.console.print(f"  [dim]changed {escape(event.path)}[/dim]")
@@ -279,6 +298,13 @@ def _short(value: object, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
     first = text.splitlines()[0] if text else text
     return first if len(first) <= limit and first == text else first[:limit] + "…"
+
+
+def not_verified(event: VerificationFinished) -> str | None:
+    """Why a verification left the change unchecked (checks it could not run), or None."""
+    if event.ok or not any(check.status == "skipped" for check in event.checks):
+        return None
+    return event.report.splitlines()[0] if event.report else "not verified"
 
 
 def handoff_lines(event: ChangesReady | ChangesApplied, session_id: str) -> list[str]:
