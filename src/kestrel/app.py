@@ -40,6 +40,7 @@ from kestrel.protocol.events import ChangedFile, ModelRole, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolResultTurn
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor
+from kestrel.sandbox.probe import probe
 from kestrel.settings import API_KEY_ENV, Settings
 from kestrel.store import STORE_FILE_NAME
 from kestrel.store.base import EventStore
@@ -248,9 +249,14 @@ def build_loop(
         keep_share=settings.compaction.keep_share,
         move_outputs_over=settings.compaction.move_outputs_over,
     )
-    # Checks run the project's own programs: automatically only where the sandbox holds them.
-    verify = settings.verify.enabled and gate.sandboxed
-    verifier = SessionVerifier(executor, cwd, timeout_s=timeout) if verify else None
+    # Checks run the project's own programs: on their own only where the sandbox holds them.
+    # Elsewhere the session says, in the run and its summary, that its change went unverified.
+    unconfined = None if gate.sandboxed else partial(why_unconfined, settings)
+    verifier = (
+        SessionVerifier(executor, cwd, timeout_s=timeout, unconfined=unconfined)
+        if settings.verify.enabled
+        else None
+    )
     loop = AgentLoop(
         store=store,
         session_id=session_id,
@@ -269,6 +275,15 @@ def build_loop(
         raise ConfigError(BYPASS_NEEDS_SANDBOX)
     subagents.attach(loop)
     return loop
+
+
+async def why_unconfined(settings: Settings) -> str:
+    """Why a session's commands run outside the sandbox, for the person to read."""
+    if settings.sandbox != "none":
+        return "this session's commands run outside the sandbox"
+    if not (await probe()).ok:
+        return "the sandbox cannot start here (run `kestrel doctor`)"
+    return "this session runs without the sandbox (sandbox = none)"
 
 
 def subagent_runner(

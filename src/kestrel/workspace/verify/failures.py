@@ -117,13 +117,16 @@ class VerificationReport:
         """Every failure of every check, in check order."""
         return tuple(failure for check in self.checks for failure in check.failures)
 
-    def render(self, max_failures: int = RENDER_MAX_FAILURES) -> str:
-        """Compact text for the model: a line per check, then a line per failure, capped."""
+    def render(self, headline: str | None = None, max_failures: int = RENDER_MAX_FAILURES) -> str:
+        """Compact text for the model: a line per check, then a line per failure, capped.
+
+        `headline` replaces the first line's verdict (e.g. why the change was not verified).
+        """
         if not self.checks:
             return "verification: no checks apply to these changes"
         bad = sum(check.status not in ("passed", "skipped") for check in self.checks)
         verdict = "passed" if self.ok else f"failed ({bad} of {len(self.checks)} checks)"
-        lines = [f"verification {verdict}"]
+        lines = [headline or f"verification {verdict}"]
         lines.extend(f"  {check.headline()}" for check in self.checks)
         lines.extend(_failure_lines(self.failures, max_failures))
         return "\n".join(lines)

@@ -4,21 +4,35 @@ workspace through the command executor, and report a `verification_finished` eve
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kestrel.protocol.events import CheckOutcome, VerificationFinished, VerifyFailure
 from kestrel.workspace.verify.detect import Which, detect_checks
-from kestrel.workspace.verify.failures import VerificationReport
+from kestrel.workspace.verify.failures import CheckResult, VerificationReport
 from kestrel.workspace.verify.runner import CommandExecutor, Verifier
 
 FIXABLE = frozenset({"test", "lint", "type", "syntax", "build"})
 """Failure kinds the model can act on; an `error` (a tool missing or crashing) is only shown."""
 MAX_FAILURES_IN_EVENT = 100
+IN_PROCESS = frozenset({"syntax"})
+"""Parsers of checks Kestrel makes itself, in its own process: they run with or without a
+sandbox."""
+
+
+Unconfined = Callable[[], Awaitable[str]]
+"""Says why checks may not run the project's programs here, e.g. "the sandbox cannot start"."""
 
 
 class SessionVerifier:
-    """Checks a session's changed files in its workspace (the agent loop's `Verifier`)."""
+    """Checks a session's changed files in its workspace (the agent loop's `Verifier`).
+
+    With `unconfined` set, the session's commands run outside any sandbox: a check that would
+    run the project's own programs (its tests, linters, build) is not run on its own, and the
+    event says plainly that the change was not verified, and why. Checks Kestrel makes itself
+    (syntax) still run.
+    """
 
     def __init__(
         self,
@@ -27,17 +41,34 @@ class SessionVerifier:
         *,
         timeout_s: float = 300.0,
         which: Which = shutil.which,
+        unconfined: Unconfined | None = None,
     ) -> None:
         self._executor = executor
         self._root = root
         self._timeout_s = timeout_s
         self._which = which
+        self._unconfined = unconfined
 
     async def verify(self, paths: Sequence[str]) -> VerificationFinished:
         """Run the checks `paths` call for and report them; round 1 (the loop renumbers)."""
         checks = detect_checks(self._root, paths, which=self._which)
-        report = await Verifier(self._executor, self._root, timeout_s=self._timeout_s).run(checks)
-        return verification_event(report, paths)
+        held = [c for c in checks if c.parser not in IN_PROCESS] if self._unconfined else []
+        run = [c for c in checks if c not in held]
+        report = await Verifier(self._executor, self._root, timeout_s=self._timeout_s).run(run)
+        if not held or self._unconfined is None:
+            return verification_event(report, paths)
+        why = await self._unconfined()
+        skipped = tuple(
+            CheckResult(name=c.name, command=c.command, status="skipped", summary="not run")
+            for c in held
+        )
+        full = VerificationReport((*report.checks, *skipped))
+        names = ", ".join(c.name for c in held)
+        headline = (
+            f"not verified: {why}; the checks that run the project's own code ({names}) run "
+            "on their own only inside the sandbox"
+        )
+        return replace(verification_event(full, paths), ok=False, report=full.render(headline))
 
 
 def verification_event(report: VerificationReport, paths: Sequence[str]) -> VerificationFinished:
