@@ -19,6 +19,7 @@ from kestrel.agent.planning import PLAN_MODE_NOTE, PlanNotFound, mode_after_plan
 from kestrel.agent.ports import Approver, DenyingApprover
 from kestrel.agent.session import CheckpointNotFound, reconcile, rewind, start_session
 from kestrel.agent.state import replay
+from kestrel.cli import interrupts
 from kestrel.cli.drive import (
     EXIT_DONE,
     EXIT_USAGE,
@@ -92,6 +93,19 @@ def run_request(request: RunRequest) -> int:
     except (ConfigError, SessionNotFound, CheckpointNotFound, PlanNotFound) as exc:
         report_error(exc)
         return EXIT_USAGE
+    except KeyboardInterrupt as exc:  # Before a session exists: nothing to settle.
+        interrupts.note_interrupt(exc)
+        return interrupts.announce(console, None)
+
+
+def _ask(console: Console, question: str) -> str:
+    """One line from the person at the terminal; Ctrl-C leaves the cursor on a fresh line."""
+    console.print(f"[bold cyan]{question}[/bold cyan] ", end="")
+    try:
+        return input().strip()
+    except KeyboardInterrupt:
+        console.print()
+        raise
 
 
 def _run(request: RunRequest, console: Console) -> int:
@@ -105,8 +119,7 @@ def _run(request: RunRequest, console: Console) -> int:
             return _resume(store, session_id, request, console)
         task = request.task
         if task is None and not request.headless and sys.stdin.isatty():
-            console.print("[bold cyan]What should Kestrel do?[/bold cyan] ", end="")
-            task = input().strip()
+            task = _ask(console, "What should Kestrel do?")
         if not task:
             raise ConfigError('no task given: kestrel "what to do" (see kestrel --help)')
         app.check_credentials(settings, os.environ)  # Fail before the session starts.
@@ -245,6 +258,30 @@ def _execute(
     message: str | None,
     resuming: bool = False,
 ) -> int:
+    """Run the session; Ctrl-C or SIGTERM at any point settles it as cancelled, says how to
+    resume it, and exits 130 or 143."""
+    try:
+        code = _execute_run(
+            store, session_id, settings, cwd, request, console, after_seq, message, resuming
+        )
+    except KeyboardInterrupt as exc:  # Outside `drive`, which turns signals into a cancel.
+        interrupts.note_interrupt(exc)
+        interrupts.settle(store, session_id)
+        return interrupts.announce(console, session_id)
+    return code if interrupts.received() is None else interrupts.announce(console, session_id)
+
+
+def _execute_run(
+    store: EventStore,
+    session_id: str,
+    settings: Settings,
+    cwd: Path,
+    request: RunRequest,
+    console: Console,
+    after_seq: int,
+    message: str | None,
+    resuming: bool,
+) -> int:
     interactive = not request.headless and sys.stdin.isatty()
     frontend = make_frontend(request.headless, request.output_format, console)
     approver = _approver(interactive, console, frontend, store, session_id)
@@ -269,8 +306,7 @@ def _execute(
     if request.rewind_to is not None:
         _rewind(loop, request.rewind_to)
         if message is None and interactive:
-            console.print("[bold cyan]What now?[/bold cyan] ", end="")
-            message = input().strip() or None
+            message = _ask(console, "What now?") or None
         if message is None:
             return EXIT_DONE
         after_seq = loop.state.last_seq - 1  # Show the rewind itself, then what follows.
