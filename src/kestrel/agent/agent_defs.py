@@ -19,6 +19,7 @@ from typing import get_args
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ModelRole, PermissionMode
+from kestrel.protocol.oserrors import error_text
 
 ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
 MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
@@ -323,7 +324,9 @@ def load_definitions(
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise AgentDefinitionError(f"{path}: cannot read the definition: {exc}") from exc
+                raise AgentDefinitionError(
+                    f"{path}: cannot read the definition: {error_text(exc)}"
+                ) from exc
             definition = parse_definition(text, source=str(path), default_name=path.stem)
             if known_tools is not None:
                 check_tools(definition, known_tools)

@@ -24,6 +24,7 @@ from kestrel.agent.planning import Approve, Reject, mode_after_plan, record_deci
 from kestrel.cli.drive import read_line
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import PermissionMode, PlanProposed, PlanStep
+from kestrel.protocol.oserrors import os_error_text
 from kestrel.tools.plan import PlanInvalid, parse_plan, plan_text
 
 
@@ -163,5 +164,5 @@ def edit_text(text: str) -> str:
         try:
             subprocess.run([*shlex.split(editor), str(path)], check=False)
         except OSError as exc:
-            raise ConfigError(f"cannot start the editor {editor!r}: {exc}") from None
+            raise ConfigError(f"cannot start the editor {editor}: {os_error_text(exc)}") from None
         return path.read_text(encoding="utf-8")

@@ -23,6 +23,7 @@ from kestrel.evals.results import RunFolder
 from kestrel.protocol.codec import DecodeError, record_from_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import Record
+from kestrel.protocol.oserrors import error_text
 from kestrel.store import SQLiteStore, StoreError
 
 REPORT_FILE = "report.html"
@@ -340,7 +341,7 @@ def _read_jsonl(path: Path) -> list[Record]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read it: {exc}") from exc
+        raise ReportError(f"{path}: cannot read it: {error_text(exc)}") from exc
     records = []
     for line in text.splitlines():
         if not line.strip():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.oserrors import error_text
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
@@ -67,7 +68,7 @@ class RunFolder:
         except FileNotFoundError as exc:
             raise RunError(f"{self.root}: not a run folder (no {RUN_FILE})") from exc
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RunError(f"{self.run_file}: cannot read it: {exc}") from exc
+            raise RunError(f"{self.run_file}: cannot read it: {error_text(exc)}") from exc
         if not isinstance(data, dict):
             raise RunError(f"{self.run_file}: expected a JSON object")
         return data
@@ -89,7 +90,7 @@ class RunFolder:
         except FileNotFoundError:
             return []
         except (OSError, UnicodeDecodeError) as exc:
-            raise RunError(f"{self.results_file}: cannot read it: {exc}") from exc
+            raise RunError(f"{self.results_file}: cannot read it: {error_text(exc)}") from exc
         found: list[dict[str, Any]] = []
         for line in text.splitlines():
             try:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.oserrors import error_text
 
 DEFAULT_TEST_CMD = "python3 -m pytest -rA -p no:cacheprovider"
 """Runs the test ids given after it; `-rA` lists every test's outcome, which is what is read."""
@@ -68,7 +69,7 @@ def load_suite(path: Path) -> list[Task]:
     except FileNotFoundError as exc:
         raise SuiteError(f"{path}: suite file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{path}: cannot read the suite file: {exc}") from exc
+        raise SuiteError(f"{path}: cannot read the suite file: {error_text(exc)}") from exc
     tasks: list[Task] = []
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, get_args
 
+from kestrel.protocol.oserrors import os_error_text
+
 HookEvent = Literal[
     "PreToolUse",
     "PostToolUse",
@@ -217,7 +219,9 @@ async def _run_command(
         os.close(err_read)
         if not isinstance(exc, OSError):
             raise
-        return _make_result(hook, event, started, None, "", "", "crash", f"could not start: {exc}")
+        return _make_result(
+            hook, event, started, None, "", "", "crash", f"could not start: {os_error_text(exc)}"
+        )
     finally:
         # The child holds its own copies; ours would keep the pipes open forever.
         os.close(out_write)

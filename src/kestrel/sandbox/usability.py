@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kestrel.protocol.oserrors import os_error_text
 from kestrel.sandbox.alternates import alternate_stores
 
 PRIVATE_TMP = "/tmp"  # noqa: S108 - the sandbox's own /tmp, shared with no other session
@@ -69,7 +70,9 @@ def prepare_state(state: SandboxState) -> None:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             info = folder.lstat()
         except OSError as exc:
-            raise StateUnusable(f"cannot create the sandbox state {folder}: {exc}") from None
+            raise StateUnusable(
+                f"cannot create the sandbox state {folder}: {os_error_text(exc)}"
+            ) from None
         if not stat.S_ISDIR(info.st_mode):
             raise StateUnusable(f"the sandbox state {folder} is not a directory")
         if stat.S_IMODE(info.st_mode) != 0o700:

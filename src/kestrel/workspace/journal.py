@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kestrel.protocol.errors import KestrelError
+from kestrel.protocol.oserrors import os_error_text
 from kestrel.workspace.changes import Entry
 
 Fault = Callable[[str], None]
@@ -136,7 +137,7 @@ def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | 
         _flush_folder(folder)
     except OSError as error:
         shutil.rmtree(folder, ignore_errors=True)  # nothing in the checkout was touched yet
-        raise ApplyError(f"cannot stage the change in {folder}: {error}") from error
+        raise ApplyError(f"cannot stage the change in {folder}: {os_error_text(error)}") from error
     _hit(fault, "journaled")
     try:
         _forward(checkout, folder, ops, fault)
@@ -144,7 +145,7 @@ def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | 
         _save(checkout, folder, ops, "rolling_back")
         _backward(checkout, folder, ops, None)
         _finish(folder, None)
-        raise ApplyError(f"applying failed and was undone: {error}") from error
+        raise ApplyError(f"applying failed and was undone: {os_error_text(error)}") from error
     _finish(folder, fault)
 
 

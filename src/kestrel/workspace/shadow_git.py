@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kestrel.gitsafe.config import NEUTRAL_CONFIG
 from kestrel.protocol.errors import KestrelError
+from kestrel.protocol.oserrors import os_error_text
 
 AUTHOR_NAME = "Kestrel checkpoints"
 AUTHOR_EMAIL = "checkpoints@kestrel.invalid"
@@ -128,7 +129,7 @@ class ShadowGit:
                 check=False,
             )
         except OSError as error:
-            raise CheckpointError(f"cannot run {self._git}: {error}") from error
+            raise CheckpointError(f"cannot run {self._git}: {os_error_text(error)}") from error
         stderr = done.stderr.decode("utf-8", errors="replace")
         if check and done.returncode != 0:
             raise GitFailed(args, done.returncode, stderr)
@@ -150,7 +151,7 @@ def init_shadow(git: str, git_dir: Path, base: Mapping[str, str]) -> None:
     try:
         done = subprocess.run([git, *args], env=env, capture_output=True, check=False)
     except OSError as error:
-        raise CheckpointError(f"cannot run {git}: {error}") from error
+        raise CheckpointError(f"cannot run {git}: {os_error_text(error)}") from error
     if done.returncode != 0:
         raise GitFailed(args, done.returncode, done.stderr.decode("utf-8", errors="replace"))
     (git_dir / "info").mkdir(exist_ok=True)
