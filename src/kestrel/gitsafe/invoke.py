@@ -153,6 +153,9 @@ def _exec(
             check=False,
         )
     except FileNotFoundError as error:
+        # The same error says the folder to run in is gone: only then is it named.
+        if not cwd.is_dir():
+            raise GitUnavailable(f"cannot run git: {cwd} does not exist") from error
         raise GitUnavailable("git is not installed") from error
     except subprocess.TimeoutExpired as error:
         raise GitUnavailable(f"git {args[0]} took longer than {timeout_s:g} s") from error
