@@ -313,3 +313,22 @@ async def test_max_tokens_field_argument_still_chooses_the_field(wire: WireServe
     await collect(local(wire, max_tokens_field="max_completion_tokens").stream(HELLO))
 
     assert wire.received[0].body["max_completion_tokens"] == 8192
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (json_reply(401, {"detail": "Invalid API key"}), "Invalid API key"),
+        (json_reply(422, {"detail": [{"msg": "Field required"}]}), "Field required"),
+        (Reply(status=500, chunks=(b"Internal Server Error",)), "Internal Server Error"),
+    ],
+)
+async def test_the_servers_own_words_whatever_the_body(
+    wire: WireServer, reply: Reply, words: str
+) -> None:
+    wire.push(reply)
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(local(wire).stream(HELLO))
+
+    assert str(caught.value).endswith(f"from {chat_url(wire)}: {words}")

@@ -55,9 +55,24 @@ def _reason(err: BaseException) -> str:
 
 
 def _body_message(err: openai.APIError) -> str:
+    """The server's own words, whatever the body's shape: OpenAI's `{"error": {"message"}}`,
+    FastAPI's `{"detail": ...}` (llama-cpp-python, vLLM), or plain text."""
     body = err.body
-    message = body.get("message") if isinstance(body, dict) else None
-    return message if isinstance(message, str) and message else err.message
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+        detail = body.get("detail")
+        if isinstance(detail, str) and detail:
+            return detail
+        if isinstance(detail, list):
+            words = [item.get("msg") for item in detail if isinstance(item, dict)]
+            joined = "; ".join(word for word in words if isinstance(word, str))
+            if joined:
+                return joined
+    return err.message
 
 
 def _says_context_too_long(err: openai.APIError) -> bool:
