@@ -113,9 +113,11 @@ def load_settings(
 
 def check_settings(
     cwd: Path, *, env: Mapping[str, str], flags: Mapping[str, Any], home: Path
-) -> list[LayerReport]:
-    """Every layer `load_settings` would read for `cwd`, in order, each with all its problems."""
-    return _load(cwd.resolve(), env, flags, home)[1]
+) -> tuple[list[LayerReport], Settings | None]:
+    """Every layer `load_settings` would read for `cwd`, in order, each with all its problems,
+    and the settings the layers without problems make (None when even those are invalid)."""
+    settings, reports = _load(cwd.resolve(), env, flags, home)
+    return reports, settings
 
 
 def settings_files(cwd: Path, *, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -151,15 +153,14 @@ def _load(
                 if isinstance(rule, str):
                     origins.setdefault(rule, layer.origin)
         merged = candidate
-    if any(report.problems for report in reports):
-        return None, reports
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        combined = _Layer("combined settings", merged, {})
-        reports.append(LayerReport(combined.origin, None, tuple(_describe(exc, combined))))
+        if not any(report.problems for report in reports):
+            combined = _Layer("combined settings", merged, {})
+            reports.append(LayerReport(combined.origin, None, tuple(_describe(exc, combined))))
         return None, reports
-    settings._sources = tuple(r.file for r in reports if r.file is not None)
+    settings._sources = tuple(r.file for r in reports if r.file is not None and not r.problems)
     settings._rule_origins = origins
     return settings, reports
 

@@ -57,7 +57,8 @@ def test_mistakes_in_two_files_are_each_blamed_on_their_own_file(home: Path, rep
     project = write(
         repo / ".kestrel" / "settings.toml", '[tools]\nbash_timeout = 3\nsandbox = "x"\n'
     )
-    reports = check_settings(repo, env={"KESTREL_MAX_TURNS": "many"}, flags={}, home=home)
+    reports, good = check_settings(repo, env={"KESTREL_MAX_TURNS": "many"}, flags={}, home=home)
+    assert good is not None and good.sources == ()  # What the layers without problems make.
     by_origin = {report.origin: report.problems for report in reports}
     assert by_origin[str(user)] == (
         f"{user}: max_output_tokens: Input should be greater than 0 (got -1)",
@@ -80,7 +81,7 @@ def test_an_unreadable_file_is_reported_and_the_others_still_checked(
 ) -> None:
     user = write(home / ".config" / "kestrel" / "settings.toml", "model = [\n")
     local = write(repo / ".kestrel" / "settings.local.toml", "max_turns = 3\n")
-    reports = check_settings(repo, env={}, flags={}, home=home)
+    reports, _ = check_settings(repo, env={}, flags={}, home=home)
     assert [r.origin for r in reports] == [str(user), str(local), "environment", "command line"]
     assert reports[0].problems[0].startswith(f"{user}: invalid TOML: ")
     assert reports[1].problems == (
@@ -90,6 +91,7 @@ def test_an_unreadable_file_is_reported_and_the_others_still_checked(
 
 def test_good_settings_have_no_problems_and_load(home: Path, repo: Path) -> None:
     write(home / ".config" / "kestrel" / "settings.toml", "[limits]\nmax_turns = 7\n")
-    reports = check_settings(repo, env={}, flags={"max_turns": 9}, home=home)
+    reports, good = check_settings(repo, env={}, flags={"max_turns": 9}, home=home)
     assert all(not r.problems for r in reports)
+    assert good is not None and good.limits.max_turns == 9
     assert load_settings(repo, env={}, flags={"max_turns": 9}, home=home).limits.max_turns == 9

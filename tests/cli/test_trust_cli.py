@@ -92,5 +92,5 @@ def test_trust_errors_are_one_line(env: Env) -> None:
 def test_doctor_reports_an_untrusted_file(env: Env) -> None:
     settings, _ = hostile(env)
     done = env.run("doctor")
-    line = next(x for x in done.stdout.splitlines() if "settings:" in x)
+    line = next(x for x in done.stdout.splitlines() if f"settings: {settings}" in x)
     assert "FAIL" in line and str(settings) in line and "kestrel trust" in line

@@ -105,8 +105,8 @@ def test_sessions_list_shows_each_session_s_cost(
         store.append("s1", completed(2, input_tokens=10, cost_usd=0.25).event)
         store.append("s1", completed(3, input_tokens=10, cost_usd=0.125).event)
     runner = CliRunner()
-    table = runner.invoke(sessions_app, ["list"])
+    table = runner.invoke(sessions_app, ["list", "--all"])  # The session ran in another folder.
     assert table.exit_code == 0, table.output
     assert "cost" in table.output and "$0.3750" in table.output
-    listed = runner.invoke(sessions_app, ["list", "--json"])
+    listed = runner.invoke(sessions_app, ["list", "--all", "--json"])
     assert json.loads(listed.output)[0]["cost_usd"] == 0.375

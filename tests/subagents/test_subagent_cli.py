@@ -59,13 +59,13 @@ def test_a_subagent_runs_on_the_fast_role_and_nests_under_its_parent(env: Env) -
     listed = json.loads(env.run("sessions", "list", "--json").stdout)
     assert [s["parent_session_id"] for s in listed] == [None]
     parent_id = listed[0]["session_id"]
-    everything = json.loads(env.run("sessions", "list", "--all", "--json").stdout)
+    everything = json.loads(env.run("sessions", "list", "--subagents", "--json").stdout)
     assert {s["session_id"]: s["parent_session_id"] for s in everything} == {
         parent_id: None,
         child_id: parent_id,
     }
     env.vars["COLUMNS"] = "300"  # Room for the whole task in the table.
-    table = env.run("sessions", "list", "--all").stdout
+    table = env.run("sessions", "list", "--subagents").stdout
     assert f"subagent of {parent_id}: {PROMPT}" in table
     assert table.count("subagent of") == 1
 

@@ -35,7 +35,7 @@ def doctor_view(root: Path) -> list[str]:
     masked = [*map(Path, SYSTEM_SECRETS), *masked_data(data, root)]
     lines = [f"view: what a sandboxed command in {root} sees (the root is empty and read-only)"]
     if problem:
-        lines.append(f"  FAIL  settings: {problem}; the defaults are shown")
+        lines.append("  note  the settings have problems (listed above), so the defaults are shown")
     lines += [render_mount(mount) for mount in build_view(root, masked, options)]
     lines.append(f"  not shown: {NOT_SHOWN}; no host socket")
     return lines

@@ -9,12 +9,13 @@ from typing import Annotated, Literal
 import typer
 
 from kestrel.cli import sessions
+from kestrel.cli.doctor_cmd import doctor_command
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat
 from kestrel.cli.eval_cmd import app as eval_app
 from kestrel.cli.index_cmd import index_command, map_command, search_command
 from kestrel.cli.plan_cmd import app as plan_app
 from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
-from kestrel.cli.sandbox_cmd import doctor_command, sandbox_app
+from kestrel.cli.sandbox_cmd import sandbox_app
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.cli.trust_cmd import trust_command
 from kestrel.protocol.events import PermissionMode
@@ -220,7 +221,14 @@ def run(
 
 @commands_app.command()
 def resume(
-    session_id: Annotated[str, typer.Argument(help="The session id, or a unique prefix of it.")],
+    session_id: Annotated[
+        str | None,
+        typer.Argument(
+            help="The session id, or a unique prefix of it; left out on a terminal, pick one of "
+            "this repository's recent sessions.",
+            show_default=False,
+        ),
+    ] = None,
     message: Annotated[str | None, typer.Argument(help="A follow-up message.")] = None,
     print_mode: Print = False,
     output_format: Format = "text",
@@ -234,6 +242,8 @@ def resume(
     deny: Deny = None,
 ) -> None:
     """Continue a session from its log, after a crash, a cancel, a limit, or to follow up."""
+    if session_id is None:
+        session_id = sessions.choose_session(headless=print_mode)
     request = RunRequest(
         task=message,
         headless=print_mode,

@@ -1,4 +1,4 @@
-"""`kestrel doctor` (can the sandbox start here?) and `kestrel sandbox run` (try a command)."""
+"""`kestrel sandbox run` (try a command in the sandbox) and the sandbox probe's full report."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Annotated, Literal
 
 import typer
 
-from kestrel.cli.doctor_view import doctor_view, view_settings
+from kestrel.cli.doctor_view import view_settings
 from kestrel.protocol.errors import ConfigError
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig, SandboxUnavailable
 from kestrel.sandbox.limits import Limits
-from kestrel.sandbox.probe import ProbeReport, probe
+from kestrel.sandbox.probe import ProbeReport
 from kestrel.settings_limits import SandboxLimitSettings
 from kestrel.settings_load import load_settings
 
@@ -30,16 +30,8 @@ sandbox_app = typer.Typer(
 )
 
 
-def doctor_command() -> None:
-    """Check that the sandbox starts on this machine and say how to fix it if it does not."""
-    report = asyncio.run(probe())
-    typer.echo(render_report(report))
-    typer.echo("\n".join(doctor_view(Path.cwd().resolve())))
-    raise typer.Exit(0 if report.ok else 1)
-
-
 def render_report(report: ProbeReport) -> str:
-    """The doctor's findings as plain lines: checks, then fixes, then notes."""
+    """The sandbox probe's findings as plain lines: checks, then fixes, then notes."""
     cgroups = (
         f"v{report.cgroup_version}, writable: {', '.join(report.cgroup_controllers) or 'none'}"
         if report.cgroup_version

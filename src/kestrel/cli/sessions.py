@@ -5,17 +5,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sqlite3
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from kestrel import app as composition
-from kestrel.cli.drive import EXIT_USAGE, report_error
+from kestrel.cli.drive import EXIT_CANCELLED, EXIT_USAGE, report_error
 from kestrel.cli.render import ConsoleFrontend
+from kestrel.cli.session_list import as_json as session_json
+from kestrel.cli.session_list import project_root, render_table, select
+from kestrel.cli.usage_text import spend_text
 from kestrel.evals.html_trajectory import render_trajectory
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
@@ -28,7 +31,13 @@ from kestrel.protocol.events import (
     SubagentStarted,
 )
 from kestrel.settings_load import load_settings
-from kestrel.store.base import EventStore
+from kestrel.store import StoreError
+from kestrel.store.base import EventStore, SessionSummary
+
+PICKER_SIZE = 10
+"""How many of the repository's sessions `kestrel resume` offers to pick from."""
+HEADLESS_SHOWN = 5
+"""How many `kestrel resume` names when it needs an id and cannot ask."""
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -39,8 +48,18 @@ app = typer.Typer(
 
 
 def _store() -> EventStore:
+    """The event store the settings here name; every failure to open it is a `ConfigError`."""
     settings = load_settings(Path.cwd(), env=os.environ, flags={}, home=Path.home())
-    return composition.open_store(settings)
+    where = composition.data_dir(settings)
+    try:
+        return composition.open_store(settings)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        reason = exc.strerror or "unknown error"
+        raise ConfigError(f"cannot open the sessions in {where}: {reason}") from None
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot open the sessions in {where}: {exc}") from None
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -50,61 +69,97 @@ def _fail(exc: Exception) -> typer.Exit:
 
 @app.command("list")
 def list_sessions(
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON array.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most this many.")] = 50,
     show_all: Annotated[
-        bool, typer.Option("--all", "-a", help="Also list subagents' sessions, marked.")
+        bool, typer.Option("--all", "-a", help="Every project's sessions, with a project column.")
+    ] = False,
+    subagents: Annotated[
+        bool, typer.Option("--subagents", help="Also list subagents' sessions, marked.")
     ] = False,
 ) -> None:
-    """Sessions, newest first (subagents' sessions only with --all)."""
+    """This repository's sessions, most recently active first (every project's with --all)."""
+    root = project_root(Path.cwd().resolve())
     try:
         store = _store()
     except ConfigError as exc:
         raise _fail(exc) from exc
-    rows = [r for r in store.sessions() if show_all or r.parent_session_id is None][:limit]
-    store.close()
+    try:
+        everything = store.sessions()
+    finally:
+        store.close()
+    rows = select(everything, None if show_all else root, subagents=subagents)[:limit]
     if as_json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "session_id": r.session_id,
-                        "created_at": r.created_at,
-                        "updated_at": r.updated_at,
-                        "task": r.task,
-                        "cwd": r.cwd,
-                        "model": r.model,
-                        "events": r.events,
-                        "status": r.status,
-                        "parent_session_id": r.parent_session_id,
-                        "cost_usd": r.cost_usd,
-                    }
-                    for r in rows
-                ],
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        print(json.dumps([session_json(r) for r in rows], ensure_ascii=False, indent=2))
         return
-    table = Table("id", "updated", "status", "events", "cost", "task", "cwd", box=None)
-    for r in rows:
-        when = dt.datetime.fromtimestamp(r.updated_at).strftime("%Y-%m-%d %H:%M")
-        table.add_row(
-            r.session_id,
-            when,
-            r.status,
-            str(r.events),
-            f"${r.cost_usd:.4f}",
-            _task_cell(r.task, r.parent_session_id),
-            r.cwd,
-        )
-    Console(highlight=False).print(table if rows else "no sessions yet")
+    if not rows:
+        print(_nothing_listed(root, show_all, elsewhere=len(select(everything, None))))
+        return
+    print("\n".join(render_table(rows, with_project=show_all)))
 
 
-def _task_cell(task: str, parent: str | None) -> str:
-    """The task's first line; a subagent's is marked with the session that started it."""
-    first = task.splitlines()[0][:60] if task else ""
-    return escape(first if parent is None else f"subagent of {parent}: {first}")
+def _nothing_listed(root: Path, show_all: bool, *, elsewhere: int) -> str:
+    start = 'start one with: kestrel "what to do"'
+    if show_all or not elsewhere:
+        return f"No sessions yet: {start}"
+    other = "session" if elsewhere == 1 else "sessions"
+    return (
+        f"No sessions in {root} yet: {start} "
+        f"({elsewhere} {other} in other projects: kestrel sessions list --all)"
+    )
+
+
+def choose_session(*, headless: bool) -> str:
+    """The session `kestrel resume` with no id continues: picked on a terminal, else exit 2."""
+    root = project_root(Path.cwd().resolve())
+    try:
+        store = _store()
+    except ConfigError as exc:
+        raise _fail(exc) from exc
+    try:
+        rows = select(store.sessions(), root)[:PICKER_SIZE]
+    finally:
+        store.close()
+    if headless or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(needs_id_message(rows, root), file=sys.stderr)
+        raise typer.Exit(EXIT_USAGE)
+    if not rows:
+        start = 'start one with: kestrel "what to do"'
+        raise _fail(ConfigError(f"no sessions in {root} to resume yet; {start}"))
+    return pick(rows, root)
+
+
+def needs_id_message(rows: list[SessionSummary], root: Path) -> str:
+    """What `kestrel resume` says without a session id where it cannot ask which one."""
+    head = "kestrel resume needs a session id: kestrel resume ID [MESSAGE]"
+    if not rows:
+        return f'{head}; there are no sessions in {root} yet (start one: kestrel "what to do")'
+    lines = [f"{head}; the newest in {root}:"]
+    lines += ["  " + line for line in render_table(rows[:HEADLESS_SHOWN])]
+    return "\n".join(lines)
+
+
+def pick(rows: list[SessionSummary], root: Path) -> str:
+    """Ask which of `rows` to resume on the terminal; Enter is the newest, q quits (exit 0)."""
+    print(f"Sessions in {root}, most recent first:")
+    print("\n".join(render_table(rows, numbered=True)))
+    while True:
+        try:
+            answer = input(f"Resume which? 1-{len(rows)}, Enter = 1, q = quit: ")
+        except EOFError:
+            print()
+            raise typer.Exit(0) from None
+        except KeyboardInterrupt:
+            print()
+            raise typer.Exit(EXIT_CANCELLED) from None
+        answer = answer.strip().lower()
+        if answer in ("q", "quit"):
+            raise typer.Exit(0)
+        if not answer:
+            return rows[0].session_id
+        if answer.isdigit() and 1 <= int(answer) <= len(rows):
+            return rows[int(answer) - 1].session_id
+        print(f"Type a number from 1 to {len(rows)}, Enter for the newest, or q to quit.")
 
 
 def _records(session_id: str) -> list[Record]:
@@ -168,7 +223,7 @@ def subagent_lines(records: list[Record]) -> list[str]:
         status = "running or interrupted"
         if end is not None:
             t = end.totals
-            status = f"{end.reason}, {t.turns} turns, {t.tokens} tokens, ${t.cost_usd:.4f}"
+            status = f"{end.reason}, {t.turns} turns, {spend_text(t)}"
         lines.append(f"  {event.child_session_id}  {event.agent}: {event.description} ({status})")
     return lines
 
