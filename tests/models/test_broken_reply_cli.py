@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from wire_server import Reply, WireServer, gpt_chunk, openai_sse
+from wire_server import Reply, WireServer, gpt_chunk, model_list, openai_sse
 
 
 def empty_stream() -> Reply:
@@ -79,3 +79,14 @@ def test_broken_stream_never_records_a_finished_turn(wire: WireServer, tmp_path:
     assert "error" in types and "model_retrying" in types
     finished = events[-1]
     assert finished["type"] == "session_finished" and finished["reason"] == "error"
+
+
+def test_max_tokens_field_flag_reaches_the_request(wire: WireServer, tmp_path: Path) -> None:
+    wire.pages["/v1/models"] = model_list("vllm")  # detection alone would pick max_tokens
+    wire.push(openai_sse([gpt_chunk({"content": "Hello."}), gpt_chunk({}, "stop")]))
+
+    done = kestrel(tmp_path, wire.url, "--max-tokens-field", "max_completion_tokens")
+
+    assert done.returncode == 0, done.stderr
+    body = wire.received[0].body
+    assert "max_completion_tokens" in body and "max_tokens" not in body
