@@ -42,6 +42,7 @@ TASK = (
     "Customers say a 15% discount barely changes the price at checkout. "
     "Find the bug, fix it, and make sure the tests pass."
 )
+UNVERIFIED = "not verified: "
 TEST_RULE = "Bash(python3 -m unittest:*)"
 """The one command the demo's session may run without asking."""
 
@@ -159,13 +160,13 @@ def _verdict(
     verdict = "the tests pass" if passed else "the tests do NOT pass"
     unverified = next((why for why in map(not_verified, checks) if why), None)
     if unverified is not None:
-        verdict += f"; the change was NOT verified by Kestrel ({unverified})"
+        verdict += f"; Kestrel did NOT verify the change: {unverified.removeprefix(UNVERIFIED)}"
     elif checks and checks[-1].ok:
         verdict += "; Kestrel verified the change itself"
     console.print(
         f"\nDemo finished ({finished.reason}); {verdict}. "
         f"See the session again with: kestrel sessions show {session_id}",
-        style="bold green" if passed and unverified is None else "bold red",
+        style="bold red" if not passed else "bold yellow" if unverified else "bold green",
     )
     return EXIT_DONE if finished.reason == "done" and passed else EXIT_ERROR
 

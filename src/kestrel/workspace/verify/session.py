@@ -16,6 +16,7 @@ from kestrel.workspace.verify.runner import CommandExecutor, Verifier
 FIXABLE = frozenset({"test", "lint", "type", "syntax", "build"})
 """Failure kinds the model can act on; an `error` (a tool missing or crashing) is only shown."""
 MAX_FAILURES_IN_EVENT = 100
+NOT_RUN = "not run: it runs the project's own code, which Kestrel does unasked only in the sandbox"
 IN_PROCESS = frozenset({"syntax"})
 """Parsers of checks Kestrel makes itself, in its own process: they run with or without a
 sandbox."""
@@ -59,16 +60,12 @@ class SessionVerifier:
             return verification_event(report, paths)
         why = await self._unconfined()
         skipped = tuple(
-            CheckResult(name=c.name, command=c.command, status="skipped", summary="not run")
+            CheckResult(name=c.name, command=c.command, status="skipped", summary=NOT_RUN)
             for c in held
         )
         full = VerificationReport((*report.checks, *skipped))
-        names = ", ".join(c.name for c in held)
-        headline = (
-            f"not verified: {why}; the checks that run the project's own code ({names}) run "
-            "on their own only inside the sandbox"
-        )
-        return replace(verification_event(full, paths), ok=False, report=full.render(headline))
+        event = verification_event(full, paths)
+        return replace(event, ok=False, report=full.render(f"not verified: {why}"))
 
 
 def verification_event(report: VerificationReport, paths: Sequence[str]) -> VerificationFinished:
