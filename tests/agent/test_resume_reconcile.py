@@ -27,7 +27,8 @@ def sha(text: str) -> str:
 
 def crashed_mid_call(root: Path, tool: str, arguments: str, write: FileChanged | None):
     """A loop whose log stops after the call started (and maybe announced a write)."""
-    loop = make_loop(root, [say("after the crash")])
+    # Turn 0 of the script stands for the turn logged before the crash; it is not replayed.
+    loop = make_loop(root, [say("(the turn before the crash)"), say("after the crash")])
     the_call = ToolCall(id="c1", name=tool, arguments=arguments)
     loop.emit(
         ModelCompleted(

@@ -3,8 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from kestrel.models.scripted import ScriptedProvider, call, parse_script, say
-from kestrel.protocol.errors import ConfigError
+from kestrel.models.scripted import (
+    ScriptedProvider,
+    ScriptExhausted,
+    call,
+    parse_script,
+    say,
+)
+from kestrel.protocol.errors import ConfigError, ProviderError
 from kestrel.protocol.messages import (
     AssistantTurn,
     Completion,
@@ -46,10 +52,21 @@ async def test_turn_is_chosen_by_assistant_turns_so_far() -> None:
     assert isinstance(second[-1], Completion) and second[-1].message.text == "done"
 
     later = (*history, AssistantTurn(text="done"), UserTurn(text="more?"))
-    third = await collect(provider, ModelRequest(system="s", messages=later))
-    assert third == [third[-1]]
-    assert isinstance(third[-1], Completion)
-    assert third[-1].message == AssistantTurn() and third[-1].stop_reason == "end_turn"
+    with pytest.raises(ScriptExhausted) as ran_out:
+        await collect(provider, ModelRequest(system="s", messages=later))
+    expected = "the scripted model has no more replies (the script has 2 replies)"
+    assert str(ran_out.value) == expected
+
+
+async def test_a_script_file_that_runs_out_names_itself(tmp_path: Path) -> None:
+    script = tmp_path / "one.json"
+    script.write_text('[{"text": "only this"}]')
+    provider = ScriptedProvider.from_file(script)
+    done = (UserTurn(text="go"), AssistantTurn(text="only this"), UserTurn(text="and?"))
+    with pytest.raises(ScriptExhausted, match=r"^the scripted model has no more replies") as err:
+        await collect(provider, ModelRequest(system="s", messages=done))
+    assert str(err.value).endswith(f"(script {script} has 1 reply)")
+    assert isinstance(err.value, ProviderError) and not err.value.retryable
 
 
 async def test_usage_override_and_estimate() -> None:

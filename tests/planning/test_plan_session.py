@@ -267,7 +267,8 @@ def test_the_task_list_survives_a_resume(tmp_path: Path) -> None:
         {"id": "2", "text": "fix it", "status": "in_progress"},
     ]
     store = MemoryStore()
-    first, _ = planning_loop(root, [call("todo", items=items)], store=store, mode="bypass")
+    turns = [call("todo", items=items), ScriptedTurn(text="Listed.")]
+    first, _ = planning_loop(root, turns, store=store, mode="bypass")
     assert asyncio.run(first.run()).reason == "done"
     expected = (
         TodoItem(id="1", text="find the bug", status="done"),
@@ -276,7 +277,7 @@ def test_the_task_list_survives_a_resume(tmp_path: Path) -> None:
     assert first.state.todos == expected
 
     # A new process replays the log: the list is back, and the model is shown it again.
-    turns = [call("todo", items=items), ScriptedTurn(text="Still on it.")]
+    turns = [*turns, call("todo", items=items), ScriptedTurn(text="Still on it.")]
     again, recorder = planning_loop(root, turns, store=store, session_id=first.session_id)
     assert again.state.todos == expected
     assert asyncio.run(again.send("carry on")).reason == "done"

@@ -2,8 +2,9 @@
 
 The script is a JSON list of model turns, each `{"text": "...", "tool_calls": [{"name": "...",
 "arguments": {...}}]}` with either key optional. Turn N of the script answers the request whose
-conversation already holds N assistant turns, so a resumed session picks up where it stopped. When
-the script runs out, the model says nothing more, which ends the task.
+conversation already holds N assistant turns, so a resumed session picks up where it stopped. A
+request after the last turn raises `ScriptExhausted`: a script that ends too early is a broken
+test, and saying nothing would pass for a finished task.
 
 Two optional keys help tests: `usage` (`input_tokens`, `output_tokens`, `cost_usd`) overrides the
 estimated usage, and `delay_s` waits before answering.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.errors import ConfigError, ProviderError
 from kestrel.protocol.messages import (
     AssistantTurn,
     Completion,
@@ -33,6 +34,7 @@ from kestrel.protocol.messages import (
     UserTurn,
     model_turns,
 )
+from kestrel.protocol.oserrors import error_text
 
 _TURN_KEYS = {"text", "tool_calls", "usage", "delay_s"}
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cost_usd"}
@@ -60,12 +62,19 @@ def call(name: str, text: str = "", /, **arguments: Any) -> ScriptedTurn:
     return ScriptedTurn(text=text, tool_calls=((name, json.dumps(arguments)),))
 
 
+class ScriptExhausted(ProviderError):
+    """The scripted model was asked for a reply after its script's last turn."""
+
+
 class ScriptedProvider:
     """Replays scripted turns; the model id is `scripted` and every call costs nothing."""
 
-    def __init__(self, turns: Sequence[ScriptedTurn], *, model: str = "scripted") -> None:
+    def __init__(
+        self, turns: Sequence[ScriptedTurn], *, model: str = "scripted", source: str = ""
+    ) -> None:
         self._turns = tuple(turns)
         self._model = model
+        self._source = source
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedProvider:
@@ -75,10 +84,12 @@ class ScriptedProvider:
         except FileNotFoundError as exc:
             raise ConfigError(f"{path}: scripted model file not found") from exc
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read scripted model file: {exc}") from exc
+            raise ConfigError(
+                f"{path}: cannot read scripted model file: {error_text(exc)}"
+            ) from exc
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from exc
-        return cls(parse_script(data, source=str(path)))
+        return cls(parse_script(data, source=str(path)), source=str(path))
 
     @property
     def model(self) -> str:
@@ -89,9 +100,18 @@ class ScriptedProvider:
         """Answer with the turn whose index is the number of assistant turns so far."""
         started = time.perf_counter()
         index = model_turns(request.messages)  # turns folded by a compaction count too
-        turn = self._turns[index] if index < len(self._turns) else ScriptedTurn()
         if request.metadata.get("purpose") == "compaction":  # not a turn of the script
             turn = ScriptedTurn(text=f"[scripted summary of {index} earlier model turns]")
+        elif index < len(self._turns):
+            turn = self._turns[index]
+        else:
+            count = len(self._turns)
+            script = f"script {self._source}" if self._source else "the script"
+            raise ScriptExhausted(
+                f"the scripted model has no more replies ({script} has "
+                f"{count} {'reply' if count == 1 else 'replies'})",
+                provider="scripted",
+            )
         if turn.delay_s:
             await asyncio.sleep(turn.delay_s)
         for piece in _pieces(turn.text):
