@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from cli_kit import Env, lines_of, types
+from cli_kit import Env, fix_script, lines_of, types
 
 KILL_POINTS = [1, 4, 9, 15, 22, 30, 38, 47, 55, 63]
 
@@ -85,7 +85,10 @@ def test_continue_picks_the_latest_session_in_this_directory(env: Env) -> None:
 def test_a_finished_session_takes_a_follow_up(env: Env, tmp_path: Path) -> None:
     first = json.loads(env.run(*env.headless("--output-format", "json")).stdout)
     nothing = env.run("resume", first["session_id"], "-p")
-    assert nothing.returncode == 2 and "already finished" in nothing.stderr
+    assert nothing.returncode == 0, nothing.stderr
+    assert nothing.stderr.startswith(f"Session {first['session_id']} is finished.")
+    assert nothing.stdout == ""
+    env.script.write_text(json.dumps([*fix_script(), {"text": "You are welcome."}]))
     follow = env.run("resume", first["session_id"], "thanks", "-p", "--output-format", "json")
     assert follow.returncode == 0, follow.stderr
-    assert json.loads(follow.stdout)["final_text"] == ""
+    assert json.loads(follow.stdout)["final_text"] == "You are welcome."

@@ -40,7 +40,7 @@ from kestrel.cli.plan_review import (
     decide_from_choice,
     decision_hint,
 )
-from kestrel.cli.render import Frontend, handoff_lines, pending_hint
+from kestrel.cli.render import Frontend, handoff_lines, pending_hint, unverified_in
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import (
     ChangesApplied,
@@ -176,6 +176,8 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
     if not isinstance(started, SessionStarted):
         raise ConfigError(f"session {session_id}: its log does not begin with session_started")
     cwd = Path(started.cwd)
+    if not cwd.is_dir():
+        raise ConfigError(f"session {session_id} worked in {cwd}, which no longer exists")
     # The session's own directory decides which project settings apply, and it keeps its model
     # unless the command line names another.
     settings = _settings(cwd, replace(request, model=request.model or started.model))
@@ -189,16 +191,17 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         raise ConfigError(f"session {session_id}: {decision_hint(session_id)}")
     if request.plan_choice is not None and not waiting:
         raise PlanNotFound(f"session {session_id} has no plan waiting for a decision")
-    if done and not request.task and quiet and request.rewind_to is None:
+    if done and not request.task and request.rewind_to is None:
         if _change_left_over(settings, session_id, records):
             # Stopped after the run but before its change was handed over: finish that only.
-            return _hand_over_only(store, session_id, settings, cwd, request, console)
-        raise ConfigError(
-            f"session {session_id} already finished; give a follow-up message: "
-            f'kestrel resume {session_id} "..."'
-        )
-    # A finished session with nothing new to say just waits for a follow-up; anything else is
-    # reconciled with the files and continued.
+            return _hand_over_only(
+                store, session_id, settings, cwd, request, console, ask=not quiet
+            )
+        follow_up = _after_finished(session_id, console, quiet)
+        if follow_up is None:
+            return EXIT_DONE
+        request = replace(request, task=follow_up)
+    # Anything else is reconciled with the files and continued.
     return _execute(
         store,
         session_id,
@@ -210,6 +213,19 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         message=request.task,
         resuming=not (done and not request.task),
     )
+
+
+def _after_finished(session_id: str, console: Console, quiet: bool) -> str | None:
+    """A finished session resumed without a message makes no model call: say so, and at a
+    terminal take a follow-up (Enter leaves)."""
+    console.print(
+        f"Session {session_id} is finished. Follow up with: "
+        f'kestrel resume {session_id} "message"'
+        + ("" if quiet else " (or type it now; Enter leaves)"),
+        soft_wrap=True,
+        markup=False,
+    )
+    return None if quiet else asyncio.run(prompt_follow_up(console))
 
 
 def _change_left_over(settings: Settings, session_id: str, records: Sequence[Record]) -> bool:
@@ -230,6 +246,8 @@ def _hand_over_only(
     cwd: Path,
     request: RunRequest,
     console: Console,
+    *,
+    ask: bool = False,
 ) -> int:
     view = app_workspace.open_workspace(settings, session_id, cwd)
     parts = app.LoopParts(approver=DenyingApprover(), permission_mode=request.permission_mode)
@@ -237,7 +255,7 @@ def _hand_over_only(
     finished = loop.state.finished
     assert finished is not None  # Only finished sessions come here.
     if view is not None:
-        after = _handoff(loop, settings, view, console, False, request.headless)
+        after = _handoff(loop, settings, view, console, ask, request.headless)
 
         async def hand_over() -> None:
             await after(finished)
@@ -337,7 +355,8 @@ def _execute_run(
     )
     if finished.reason == "plan" and loop.state.plan is not None:
         _print_plan_hint(loop, request)
-    return print_result(finished, session_id, request.output_format, request.headless)
+    unverified = unverified_in(store.read(session_id, after_seq))
+    return print_result(finished, session_id, request.output_format, request.headless, unverified)
 
 
 def _follow_up(loop: AgentLoop, console: Console, after_plan: PermissionMode) -> FollowUp:
