@@ -19,6 +19,7 @@ from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import default_cache_dir, index_path_for
 from kestrel.context.model import IndexReport, SearchResult
+from kestrel.protocol.oserrors import error_text
 from kestrel.tools.code import repository_map
 
 PROGRESS_MIN_FILES = 500
@@ -45,6 +46,8 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Rank the repository's files and definitions for QUERY (the index is updated first)."""
+    if not query.strip():
+        _fail('the search query is empty; say what to look for: kestrel search "QUERY"', EXIT_USAGE)
     root = _repository(cwd)
     with _engine(root) as engine:
         _refresh(engine)
@@ -67,12 +70,25 @@ def map_command(
     if not shown.files_shown:
         typer.echo("kestrel: no source files to map", err=True)
         return
-    typer.echo(shown.text)
+    typer.echo(_without_trailer(shown.text))
     typer.echo(
-        f"{len(shown.files_shown)} of {ranked.files_ranked} source files shown, "
-        f"~{shown.tokens:,} tokens",
-        err=True,
+        map_footer(len(shown.files_shown), ranked.files_ranked, shown.tokens, budget), err=True
     )
+
+
+def map_footer(shown: int, ranked: int, tokens: int, budget: int) -> str:
+    """The line under the map, for the person: what it shows, and how to see more or search."""
+    head = f"{shown:,} of {ranked:,} source files shown (~{tokens:,} tokens)."
+    search = "`kestrel search QUERY` to find code by what it does."
+    if shown < ranked:
+        return f"{head} Run `kestrel map --budget {budget * 2}` to see more, or {search}"
+    return f"{head} Run {search}"
+
+
+def _without_trailer(text: str) -> str:
+    """The map without its last line, which tells the model (not a person) how to see more."""
+    body, _, last = text.rpartition("\n")
+    return body if last.startswith("... ") else text
 
 
 def render_report(report: IndexReport, root: Path, index: Path) -> str:
@@ -155,7 +171,7 @@ def _engine(root: Path) -> Iterator[ContextEngine]:
         engine = ContextEngine.open(root, default_cache_dir(), embedder=embedder)
     except (OSError, sqlite3.Error) as exc:
         index = index_path_for(root, default_cache_dir())
-        _fail(f"cannot open the index at {index}: {exc}", EXIT_ERROR)
+        _fail(f"cannot open the index at {index}: {error_text(exc)}", EXIT_ERROR)
     try:
         yield engine
     finally:

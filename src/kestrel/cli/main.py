@@ -10,8 +10,10 @@ import typer
 
 from kestrel.cli import sessions
 from kestrel.cli.doctor_cmd import doctor_command
-from kestrel.cli.drive import EXIT_USAGE, OutputFormat
+from kestrel.cli.command_line import CONTEXT, dispatch, positive, show_version
+from kestrel.cli.drive import OutputFormat
 from kestrel.cli.eval_cmd import app as eval_app
+from kestrel.cli.idle_flags import StrictCommand
 from kestrel.cli.index_cmd import index_command, map_command, search_command
 from kestrel.cli.plan_cmd import app as plan_app
 from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
@@ -43,7 +45,8 @@ _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
     "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
     "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
-    "kestrel plan show|approve|reject ID · kestrel trust [--list|--revoke] · kestrel demo.  "
+    "kestrel plan show|approve|reject ID · kestrel trust [--list|--revoke] · kestrel doctor · "
+    "kestrel demo · kestrel help COMMAND.  "
     "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
     "130 cancelled."
@@ -63,7 +66,11 @@ MaxTurns = Annotated[
 ]
 MaxCost = Annotated[
     float | None,
-    typer.Option("--max-cost", help="Stop once this many US dollars are spent.", min=0),
+    typer.Option(
+        "--max-cost",
+        help="Stop once this many US dollars are spent (more than 0).",
+        callback=positive,
+    ),
 ]
 Cwd = Annotated[
     Path | None,
@@ -135,8 +142,17 @@ Format = Annotated[
     ),
 ]
 
-run_app = typer.Typer(add_completion=False, rich_markup_mode=None)
-commands_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+Version = Annotated[
+    bool,
+    typer.Option(
+        "--version", help="Print Kestrel's version and exit.", is_eager=True, callback=show_version
+    ),
+]
+
+run_app = typer.Typer(add_completion=False, rich_markup_mode=None, context_settings=CONTEXT)
+commands_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT
+)
 commands_app.add_typer(sessions.app, name="sessions")
 commands_app.add_typer(sandbox_app, name="sandbox")
 commands_app.add_typer(eval_app, name="eval")
@@ -151,7 +167,7 @@ commands_app.command("discard")(discard_command)
 commands_app.command("trust")(trust_command)
 
 
-@run_app.command(epilog=_EPILOG)
+@run_app.command(epilog=_EPILOG, cls=StrictCommand)
 def run(
     task: Annotated[str | None, typer.Argument(help="What to do, in plain language.")] = None,
     print_mode: Print = False,
@@ -196,6 +212,7 @@ def run(
             "before anything is changed (headless: decide with `kestrel plan approve|reject`).",
         ),
     ] = False,
+    version: Version = False,
 ) -> None:
     """Kestrel: give it a task; it finds the code, edits it, runs the tests, and shows the diff."""
     request = RunRequest(
@@ -219,7 +236,7 @@ def run(
     raise typer.Exit(run_request(request))
 
 
-@commands_app.command()
+@commands_app.command(cls=StrictCommand)
 def resume(
     session_id: Annotated[
         str | None,
@@ -262,7 +279,7 @@ def resume(
     raise typer.Exit(run_request(request))
 
 
-@commands_app.command()
+@commands_app.command(cls=StrictCommand)
 def rewind(
     session_id: Annotated[str, typer.Argument(help="The session id, or a unique prefix of it.")],
     checkpoint: Annotated[
@@ -316,11 +333,4 @@ def demo(
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `kestrel` console script."""
     args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in SUBCOMMANDS:
-        commands_app(args, prog_name="kestrel")
-    else:
-        try:
-            run_app(args, prog_name="kestrel")
-        except SystemExit as exc:
-            # Click reports usage errors with exit code 2 already; keep every other code as is.
-            raise SystemExit(exc.code if exc.code is not None else EXIT_USAGE) from None
+    dispatch(args, run_app=run_app, commands_app=commands_app, commands=SUBCOMMANDS)

@@ -37,6 +37,13 @@ def _session(store: EventStore, raw_id: str) -> tuple[str, Path, list[Event]]:
     return session_id, Path(started.cwd), events
 
 
+def _existing(session_id: str, cwd: Path) -> Path:
+    """The session's directory, or a `ConfigError` saying it is gone (a demo's, say)."""
+    if not cwd.is_dir():
+        raise ConfigError(f"session {session_id} worked in {cwd}, which no longer exists")
+    return cwd
+
+
 def _settings(cwd: Path) -> Settings:
     return load_settings(cwd, env=os.environ, flags={}, home=Path.home())
 
@@ -53,7 +60,7 @@ def diff_command(
         sid, cwd, events = _session(store, session_id)
         settings = _settings(cwd)
         layer = layer_for(app.data_dir(settings), sid)
-        root = layer.tree if layer.tree.is_dir() else cwd
+        root = layer.tree if layer.tree.is_dir() else _existing(sid, cwd)
         checkpoints = app.checkpointer_for(settings, root, sid).store
         pending = pending_change(checkpoints, events)
     except (ConfigError, SessionNotFound, KestrelError) as exc:
@@ -106,7 +113,7 @@ def _decide(session_id: str, *, apply: bool) -> int:
         settings = _settings(Path.cwd())
         store = app.open_store(settings)
         sid, cwd, _ = _session(store, session_id)
-        settings = _settings(cwd)
+        settings = _settings(_existing(sid, cwd))
         if settings.workspace != "overlay":
             settings = settings.model_copy(update={"workspace": "overlay"})
         app_workspace.prepare(settings)
