@@ -22,7 +22,7 @@ from kestrel.agent.ports import DenyingApprover
 from kestrel.agent.session import start_session
 from kestrel.cli import interrupts
 from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, AfterRun, drive
-from kestrel.cli.render import ConsoleFrontend, not_verified
+from kestrel.cli.render import ConsoleFrontend, unverified_in
 from kestrel.models.scripted import ScriptedProvider
 from kestrel.protocol.events import (
     ChangesReady,
@@ -158,7 +158,7 @@ def _verdict(
     checks = [r.event for r in records if isinstance(r.event, VerificationFinished)]
     passed = bool(runs) and runs[-1].exit_code == 0
     verdict = "the tests pass" if passed else "the tests do NOT pass"
-    unverified = next((why for why in map(not_verified, checks) if why), None)
+    unverified = unverified_in(records)
     if unverified is not None:
         verdict += f"; Kestrel did NOT verify the change: {unverified.removeprefix(UNVERIFIED)}"
     elif checks and checks[-1].ok:

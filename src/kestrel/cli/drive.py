@@ -106,10 +106,14 @@ async def drive(
 
 
 def print_result(
-    finished: SessionFinished, session_id: str, output_format: OutputFormat, headless: bool
+    finished: SessionFinished,
+    session_id: str,
+    output_format: OutputFormat,
+    headless: bool,
+    unverified: str | None = None,
 ) -> int:
     """Print what a headless run prints at its end; return the exit code (130 or 143 when a
-    signal stopped the run)."""
+    signal stopped the run). `unverified`: why the run's change went unverified, if it did."""
     stopped = interrupts.received() is not None
     code = interrupts.exit_code() if stopped else EXIT_CODES[finished.reason]
     if headless and output_format == "json":
@@ -123,6 +127,7 @@ def print_result(
                     "detail": finished.detail,
                     "final_text": finished.final_text,
                     "exit_code": code,
+                    "not_verified": unverified,
                     "totals": {
                         **{f: getattr(totals, f) for f in totals.__dataclass_fields__},
                         "tokens": totals.tokens,
@@ -138,6 +143,8 @@ def print_result(
     elif headless and output_format == "text":
         if finished.final_text:
             print(finished.final_text)
+        if unverified is not None:
+            print(f"kestrel: {unverified}", file=sys.stderr)
         if finished.reason not in ("done", "plan"):  # A plan's hint is printed with it.
             detail = f": {finished.detail}" if finished.detail else ""
             print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TextIO
 
@@ -305,6 +305,12 @@ def not_verified(event: VerificationFinished) -> str | None:
     if event.ok or not any(check.status == "skipped" for check in event.checks):
         return None
     return event.report.splitlines()[0] if event.report else "not verified"
+
+
+def unverified_in(records: Sequence[Record]) -> str | None:
+    """Why the change of a run (these records) was not verified, if one of its checks said so."""
+    checks = (r.event for r in records if isinstance(r.event, VerificationFinished))
+    return next((why for why in map(not_verified, checks) if why), None)
 
 
 def handoff_lines(event: ChangesReady | ChangesApplied, session_id: str) -> list[str]:
