@@ -141,25 +141,45 @@ def test_resume_by_id_still_takes_a_follow_up(user: NewUser, script: Path) -> No
     assert done.first_line() == "Followed up."
 
 
+def stopped_sessions(user: NewUser, script: Path) -> tuple[str, str]:
+    """Two sessions a turn budget stopped after a tool call; each finishes when resumed."""
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]}
+    script.write_text(json.dumps([read, {"text": "Resumed and done."}]))
+    ids = []
+    for task in ("first task", "second task"):
+        done = user.run(
+            "-p", task, "--model", f"scripted:{script}", "--sandbox", "none",
+            "--workspace", "direct", "--max-turns", "1", "--output-format", "json",
+        )  # fmt: skip
+        assert done.code == 3, done.text
+        ids.append(str(json.loads(done.out)["session_id"]))
+    return ids[0], ids[1]
+
+
+def statuses(user: NewUser) -> dict[object, object]:
+    return {r["session_id"]: r["status"] for r in listed(user.run("sessions", "list", "--json"))}
+
+
 def test_the_picker_resumes_the_chosen_session(user: NewUser, script: Path) -> None:
-    first = start(user, script, "first task")
-    second = start(user, script, "second task")
-    done = user.run_tty("resume", keys=[("Resume which?", "2\n"), ("Enter leaves", "\n")])
+    first, second = stopped_sessions(user, script)
+    keys = [("Resume which?", "2\n"), ("Resumed and done.", "\n")]
+    done = user.run_tty("resume", "--max-turns", "5", keys=keys)
     assert done.code == 0, done.out
     assert_clean(done)
     assert done.first_line() == f"Sessions in {user.project}, most recent first:"
     rows = done.out.splitlines()[2:4]
     assert [row.split()[:2] for row in rows] == [["1.", second], ["2.", first]]
-    assert f"Session {first} is finished." in done.out
+    assert statuses(user) == {first: "done", second: "budget"}
 
 
 def test_the_picker_takes_enter_for_the_newest_and_q_to_quit(user: NewUser, script: Path) -> None:
-    start(user, script, "first task")
-    second = start(user, script, "second task")
-    newest = user.run_tty("resume", keys=[("Resume which?", "\n"), ("Enter leaves", "\n")])
-    assert newest.code == 0 and f"Session {second} is finished." in newest.out
+    first, second = stopped_sessions(user, script)
     quit_ = user.run_tty("resume", keys=[("Resume which?", "7\n"), ("from 1 to 2", "q\n")])
     assert quit_.code == 0
     assert_clean(quit_)
     assert "Type a number from 1 to 2, Enter for the newest, or q to quit." in quit_.out
-    assert "is finished" not in quit_.out
+    assert statuses(user) == {first: "budget", second: "budget"}
+    keys = [("Resume which?", "\n"), ("Resumed and done.", "\n")]
+    newest = user.run_tty("resume", "--max-turns", "5", keys=keys)
+    assert newest.code == 0, newest.out
+    assert statuses(user) == {first: "budget", second: "done"}
