@@ -22,6 +22,7 @@ from kestrel.protocol.events import (
     ToolCallRequested,
     ToolFinished,
     ToolKind,
+    VerificationFinished,
 )
 from kestrel.tools.registry import default_tools
 
@@ -73,6 +74,10 @@ class Metrics:
     """Tokens spent up to the model call that first edited a gold file, over all tokens."""
 
 
+def _skipped(event: VerificationFinished) -> bool:
+    return any(check.status == "skipped" for check in event.checks)
+
+
 def compute(records: Sequence[Record], gold_files: Sequence[str] = ()) -> Metrics:
     """Score one session's records."""
     if not records:
@@ -103,6 +108,8 @@ def compute(records: Sequence[Record], gold_files: Sequence[str] = ()) -> Metric
                     first_gold_edit = event.call_id
             case ModelCompleted():
                 completions.append(event)
+            case VerificationFinished() if not event.ok and _skipped(event):
+                counts[event.type] -= 1  # Checks could not run (no sandbox): not a round.
             case SessionFinished():
                 finish = event.reason
     names = Counter(c.call.name for c in calls.values())
