@@ -94,8 +94,35 @@ def test_map_prints_the_repository_map_within_the_budget(cached: Env) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "calc.py"
     assert lines[1:3] == ["  1: def add(a, b):", "  5: def double(x):"]
-    assert "format.js" in lines and lines[-1] == "... all 3 files shown"
-    assert done.stderr.strip().startswith("3 of 3 source files shown, ~")
+    assert "format.js" in lines and not any(line.startswith("...") for line in lines)
+    assert re.fullmatch(
+        r"3 of 3 source files shown \(~\d+ tokens\)\. "
+        r"Run `kestrel search QUERY` to find code by what it does\.\n",
+        done.stderr,
+    )
+
+
+def test_a_cut_map_says_how_to_see_more_to_the_person(cached: Env) -> None:
+    for n in range(12):
+        (cached.project / f"mod{n}.py").write_text(f"def function_number_{n}(argument):\n    pass\n")
+    done = cached.run("map", "--budget", "100")
+    assert done.returncode == 0, done.stderr
+    assert "repo_map" not in done.stdout + done.stderr
+    assert not done.stdout.splitlines()[-1].startswith("...")
+    assert re.fullmatch(
+        r"\d+ of 15 source files shown \(~\d+ tokens\)\. Run `kestrel map --budget 200` "
+        r"to see more, or `kestrel search QUERY` to find code by what it does\.\n",
+        done.stderr,
+    )
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_search_query_is_a_usage_error(cached: Env, query: str) -> None:
+    done = cached.run("search", query)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        'kestrel: the search query is empty; say what to look for: kestrel search "QUERY"\n'
+    )
 
 
 @pytest.mark.parametrize("command", ["index", "search", "map"])
