@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_replay import Fixture, ReplayServer, load, servers
+from wire_replay import WIRE, Fixture, ReplayServer, load, servers
 
 from kestrel.models.endpoint import EndpointCapabilities
-from kestrel.models.openai_compat import OpenAICompatProvider
+from kestrel.models.openai_compat import OpenAICompatProvider, build_params
 from kestrel.protocol.errors import (
     AuthenticationFailed,
     BadRequest,
@@ -29,11 +28,14 @@ from kestrel.protocol.errors import (
     StreamCut,
 )
 from kestrel.protocol.messages import (
+    AssistantTurn,
     Completion,
     ModelRequest,
     StreamPart,
     TextDelta,
+    ToolCall,
     ToolCallDelta,
+    ToolResultTurn,
     ToolSpec,
     UserTurn,
 )
@@ -58,7 +60,7 @@ def _all(keep: Callable[[Fixture], bool]) -> list[Any]:
     """pytest params for every recorded fixture that `keep` selects, named server/fixture."""
     found = []
     for server in SERVERS:
-        for path in sorted((Path(__file__).parents[1] / "fixtures" / "wire" / server).glob("*")):
+        for path in sorted((WIRE / server).glob("*.json")):
             recorded = load(path)
             if keep(recorded):
                 found.append(pytest.param(recorded, id=f"{server}/{recorded.name}"))
@@ -289,3 +291,32 @@ def test_the_recordings_cover_every_case_the_provider_must_handle() -> None:
     assert any(f.status == 200 and f.framing == "chunked" and not f.chunks for f in every)
     statuses = {f.status for f in every}
     assert {400, 401, 403, 404, 500, 501} <= statuses
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Kestrel sends content null for an assistant turn that only calls tools, and "
+    "llama-cpp-python 0.3.36 refuses it with a 500 (recorded in tool_result_turn.json)",
+)
+def test_the_tool_turn_kestrel_sends_is_one_llama_cpp_python_accepts() -> None:
+    recorded = load(WIRE / "llama-cpp-python" / "tool_result_turn.json")
+    assert recorded.status == 500
+    assert "ChatCompletionRequestAssistantMessage', 'content')" in _server_message(recorded)
+    history = recorded.request_body["messages"]
+    request = ModelRequest(
+        system="",
+        messages=(
+            UserTurn(text=history[0]["content"]),
+            AssistantTurn(
+                text="",
+                tool_calls=(
+                    ToolCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}'),
+                ),
+            ),
+            ToolResultTurn(call_id="call_1", name="get_weather", content=history[2]["content"]),
+        ),
+        tools=(WEATHER,),
+    )
+    [_, assistant, _] = build_params(MODEL, request, capabilities=WHOLE, stream=False)["messages"]
+    assert assistant["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert isinstance(assistant["content"], str)
