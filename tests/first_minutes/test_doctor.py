@@ -4,7 +4,9 @@ exit 1 only when something failed, and never a traceback (broken settings, unusa
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 from kit import NewUser, Result, assert_clean
@@ -143,10 +145,19 @@ def test_the_index_check_says_how_stale_the_index_is(user: NewUser) -> None:
     assert line(fresh, "ok    index:") == (
         f"ok    index: {user.project}: 1 file, updated just now; up to date"
     )
+    # Three hours later, by the files' times; reading the index does not make it newer.
+    (folder,) = (user.home / ".cache" / "kestrel" / "index").iterdir()
+    then = time.time() - 3 * 3600
+    for file in folder.iterdir():
+        os.utime(file, (then, then))
+    for _ in range(2):
+        assert line(user.run("doctor"), "ok    index:") == (
+            f"ok    index: {user.project}: 1 file, updated 3 hours ago; up to date"
+        )
     (user.project / "calc.py").write_text("def add(a, b):\n    return a + b\n\n# fixed\n")
     stale = user.run("doctor")
     assert line(stale, "info  index:") == (
-        f"info  index: {user.project}: 1 file, updated just now; 1 changed or removed since "
+        f"info  index: {user.project}: 1 file, updated 3 hours ago; 1 changed or removed since "
         "(sessions refresh it as they start)"
     )
 

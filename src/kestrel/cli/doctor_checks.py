@@ -272,10 +272,13 @@ def _unchanged(path: Path, size: int, mtime_ns: int) -> bool:
 
 
 def _mtime(path: Path) -> float:
+    """When `path` last changed; 0 for a missing or empty file (reading a database in WAL mode
+    leaves an empty log behind, which is no change)."""
     try:
-        return path.stat().st_mtime
+        info = path.stat()
     except OSError:
         return 0.0
+    return info.st_mtime if info.st_size else 0.0
 
 
 def _ago(seconds: float) -> str:
