@@ -183,3 +183,10 @@ def test_the_picker_takes_enter_for_the_newest_and_q_to_quit(user: NewUser, scri
     newest = user.run_tty("resume", "--max-turns", "5", keys=keys)
     assert newest.code == 0, newest.out
     assert statuses(user) == {first: "budget", second: "done"}
+
+
+def test_ctrl_c_at_the_picker_cancels_cleanly(user: NewUser, script: Path) -> None:
+    stopped_sessions(user, script)
+    done = user.run_tty("resume", interrupt_when="Resume which?")
+    assert done.code == 130, done.out
+    assert_clean(done)
