@@ -49,7 +49,7 @@ _EPILOG = (
     "kestrel demo · kestrel help COMMAND.  "
     "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
-    "130 cancelled."
+    "130 cancelled (Ctrl-C), 143 stopped by SIGTERM."
 )
 
 Model = Annotated[
