@@ -9,7 +9,9 @@ headers, and the body bytes exactly as received, split in the chunks the server 
 
 Fixtures are what `tests/models/wire_replay.py` serves back, byte for byte, to the provider tests.
 A chunk is stored as a JSON string when it is valid UTF-8 (which keeps SSE frames readable and
-exact) and as {"base64": ...} otherwise, such as a chunk that splits a multi-byte character.
+exact) and as {"base64": ...} otherwise, such as a chunk that splits a multi-byte character. The
+request's Authorization header is forwarded as sent but stored with its key replaced, so pointing
+the proxy at a hosted API never writes a real key into a fixture.
 """
 
 from __future__ import annotations
@@ -91,6 +93,12 @@ def decode_chunk(chunk: Chunk) -> bytes:
     return base64.b64decode(chunk["base64"])
 
 
+def redact(authorization: str) -> str:
+    """An Authorization value with its credentials replaced: `Bearer sk-...` -> `Bearer <key>`."""
+    scheme, _, credentials = authorization.partition(" ")
+    return f"{scheme} <key>" if credentials else "<key>"
+
+
 def read_chunks(stream: IO[bytes]) -> Iterator[bytes]:
     """The chunks of a chunked HTTP body as the sender framed them; stops early on a cut stream.
 
@@ -161,6 +169,8 @@ def _handler_for(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
         def _relay(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             kept = {k.lower(): v for k, v in self.headers.items() if k.lower() in REQUEST_HEADERS}
+            if "authorization" in kept:
+                kept["authorization"] = redact(kept["authorization"])
             exchange = Exchange(self.command, self.path, kept, body)
             upstream = http.client.HTTPConnection(
                 proxy.upstream_host, proxy.upstream_port, timeout=600

@@ -141,7 +141,7 @@ def test_a_chunked_stream_round_trips_with_its_chunk_boundaries(
     assert through_proxy == list(SSE_CHUNKS)
     document = json.loads(target.read_text(encoding="utf-8"))
     assert document["request"]["body_json"] == {"model": "m"}
-    assert document["request"]["headers"]["authorization"] == "Bearer k"
+    assert document["request"]["headers"]["authorization"] == "Bearer <key>", "never the key"
     stored = document["response"]["chunks"]
     assert isinstance(stored[0], dict) and isinstance(stored[1], dict), "split UTF-8 is base64"
     assert stored[2] == ": ping - a comment line\n\n"

@@ -3,7 +3,9 @@
 A fixture is one exchange with a real server, written by bench/providers/wire_record.py: the
 request, then the response's status, headers, framing and body chunks exactly as received. The
 replay sends the same status line and headers, frames the body the same way (chunked, with the
-server's chunk boundaries, or with a Content-Length) and flushes after every chunk.
+server's chunk boundaries, or with a Content-Length) and flushes after every chunk. A body the
+server ended by closing the connection (framing "close"; none of the recorded servers does that)
+is sent with a Content-Length.
 """
 
 from __future__ import annotations
