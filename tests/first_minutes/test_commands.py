@@ -254,6 +254,14 @@ def test_resuming_a_finished_session_without_a_message_calls_no_model(
         f'Session {session} is finished. Follow up with: kestrel resume {session} "message"'
     )
     assert_clean(done)
+    as_json = user.run("resume", session, "-p", "--output-format", "json")
+    assert as_json.code == 0, as_json.text
+    result = json.loads(as_json.out)
+    assert (result["session_id"], result["reason"], result["final_text"]) == (
+        session,
+        "done",
+        "Nothing to do.",
+    )
     at_terminal = user.run_tty("resume", session, keys=[("Enter leaves)", "\n")])
     assert at_terminal.code == 0, at_terminal.out
     assert at_terminal.first_line() == (

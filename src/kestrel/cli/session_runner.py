@@ -199,6 +199,8 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
             )
         follow_up = _after_finished(session_id, console, quiet)
         if follow_up is None:
+            if finished is not None and request.headless and request.output_format == "json":
+                print_result(finished, session_id, "json", True)  # Scripts still get a result.
             return EXIT_DONE
         request = replace(request, task=follow_up)
     # Anything else is reconciled with the files and continued.
