@@ -40,7 +40,8 @@ WHEN = {
     "checkpoint_created": "Before the first tool call that may change files (the baseline), "
     "then after each batch of edits or commands that changed any file.",
     "verification_finished": "When the model says it is done and files changed since the last "
-    "check (automatic verification runs only inside the sandbox).",
+    "check. Where commands run outside the sandbox, the checks that run the project's own code "
+    "are not run: the event then says the change was not verified, and why.",
     "changes_ready": "When a session working in an overlay ends a run with changes, before "
     "they are applied or left for `kestrel diff` and `kestrel apply`.",
     "changes_applied": "When the change is applied to the checkout (at the end of a session "
@@ -199,7 +200,8 @@ MEANING: dict[str, dict[str, str]] = {
     "verification_finished": {
         "round": "The how-many-th verification in a row since the person last wrote; after "
         "`verify.max_rounds` failed ones the session stops with reason `unverified`.",
-        "ok": "Every check passed (or was skipped).",
+        "ok": "Every check passed. False too when checks were `skipped` because commands run "
+        "outside the sandbox: the change was not verified.",
         "blocking": "A check failed in a way the model can fix (a test, lint, type, syntax or "
         "build failure); a missing or crashing tool alone does not block.",
         "paths": "The changed files that were checked.",
@@ -207,7 +209,8 @@ MEANING: dict[str, dict[str, str]] = {
         "`timed_out`) and number of `failures`.",
         "failures": "Structured failures, at most 100: `kind`, `tool`, `message`, and where "
         "known `file`, `line`, `test` (e.g. a pytest node id) and `code` (a rule id).",
-        "report": "The compact text the model was shown: a line per check, a line per failure.",
+        "report": "The compact text the model is shown: the verdict (`not verified: WHY` when "
+        "checks were skipped), then a line per check and a line per failure.",
     },
     "changes_ready": {
         "checkpoint_id": "The newest checkpoint; the change runs from the session's first "
