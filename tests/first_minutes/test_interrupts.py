@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,15 @@ from kit import KESTREL, NewUser, Result, assert_clean
 
 WIDE = {"COLUMNS": "200"}
 """A wide terminal, so that no line the tests look for is wrapped."""
-SLEEP = [
+SLEEP: list[object] = [
     {"text": "Running it.", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]}
 ]
-CARRY_ON = [{"text": "Carried on."}]
+CARRY_ON: list[object] = [{"text": "Carried on."}]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SESSION = re.compile(r"session ([0-9a-f]{20})")
 
 
-def script(user: NewUser, turns: list[dict[str, object]]) -> str:
+def script(user: NewUser, turns: Sequence[object]) -> str:
     """Write a scripted model's turns next to the project; the `--model` value for it."""
     path = user.project.parent / "script.json"
     path.write_text(json.dumps(turns))
@@ -109,7 +110,10 @@ def test_ctrl_c_while_a_command_runs_cancels_the_session(user: NewUser) -> None:
 
 
 def test_ctrl_c_while_the_model_answers_cancels_the_session(user: NewUser) -> None:
-    slow = [{"tool_calls": [{"name": "list_files", "arguments": {}}]}, {"text": "…", "delay_s": 30}]
+    slow: list[object] = [
+        {"tool_calls": [{"name": "list_files", "arguments": {}}]},
+        {"text": "…", "delay_s": 30},
+    ]
     result = user.run_tty(
         "look around",
         "--model",
@@ -125,7 +129,9 @@ def test_ctrl_c_while_the_model_answers_cancels_the_session(user: NewUser) -> No
 
 
 def test_ctrl_c_at_a_question_cancels_the_session(user: NewUser) -> None:
-    ask = [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi > made.txt"}}]}]
+    ask: list[object] = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi > made.txt"}}]}
+    ]
     model = script(user, ask + CARRY_ON)
     result = user.run_tty("make a file", "--model", model, interrupt_when="[a]lways", env=WIDE)
     session = session_id(result)
