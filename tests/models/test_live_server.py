@@ -79,7 +79,9 @@ async def _run(request: ModelRequest) -> tuple[list[StreamPart], float | None, f
 def _report(check: str, first: float | None, total: float, done: Completion) -> None:
     first_text = f"{first:.2f} s" if first is not None else "-"
     usage = done.usage
-    tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
+    tokens = (
+        f"{usage.input_tokens} in + {usage.cache_read_tokens} cached / {usage.output_tokens} out"
+    )
     reported = "reported" if usage.tokens_reported else "not reported"
     print(
         f"\nLIVE {check}: first part {first_text}, total {total:.2f} s, tokens {tokens} "
