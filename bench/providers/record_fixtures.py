@@ -98,6 +98,11 @@ def _kestrel_body(
 
 def scenarios() -> list[Scenario]:
     """Every scenario, in recording order."""
+    return _reply_scenarios() + _error_scenarios()
+
+
+def _reply_scenarios() -> list[Scenario]:
+    """Requests a server answers with a reply, or fails in its own way (a tool turn, overflow)."""
     overflow = " ".join(["word"] * 900)
     weather = "What is the weather in Paris?"
     return [
@@ -151,6 +156,12 @@ def scenarios() -> list[Scenario]:
             "a prompt longer than the context, stream=false",
             _kestrel_body(overflow, stream=False),
         ),
+    ]
+
+
+def _error_scenarios() -> list[Scenario]:
+    """Requests made to fail: a wrong path, a bad body, a wrong key, a disabled endpoint."""
+    return [
         Scenario(
             "error_404_path",
             "a base URL with a wrong path",
