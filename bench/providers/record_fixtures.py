@@ -4,12 +4,14 @@ Sends each scenario (streamed text, tool calls, context overflow, each error a s
 to give) through a `RecordingProxy` to the server and writes one fixture per scenario:
 
     python bench/providers/record_fixtures.py --kind llama-cpp-python \
-        --upstream http://127.0.0.1:8080 --auth-upstream http://127.0.0.1:8081 \
+        --upstream http://127.0.0.1:8080 --key-upstream http://127.0.0.1:8081 \
         --out tests/fixtures/wire/llama-cpp-python --label "llama-cpp-python 0.3.36"
 
 `--upstream` is a server started without an API key and with a small context (the overflow
-scenario sends about 900 words); `--auth-upstream`, optional, is the same server started with
-`--api_key` (llama-cpp-python) or `--api-key` (llama-server), for the 401. Request bodies are the
+scenario sends about 900 words); `--key-upstream`, optional, is the same server started with
+`--api_key` (llama-cpp-python) or `--api-key` (llama-server), for the 401; `--loading-upstream`,
+optional, is one more llama-server started just before this runs, caught while it still loads
+its model (a 503). Request bodies are the
 ones `kestrel.models.openai_compat.build_params` makes, so the fixtures show what Kestrel sends.
 `scripts/live-llama --record` runs this against a server it builds and starts.
 """
@@ -19,10 +21,12 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from wire_record import Exchange, RecordingProxy, write_fixture
@@ -67,7 +71,8 @@ class Scenario:
     body: dict[str, Any] | bytes
     path: str = CHAT
     auth: str = "not-needed"
-    needs_auth_server: bool = False
+    server: Literal["plain", "key", "loading"] = "plain"
+    """Which instance answers: the plain one, the one with an API key, or one still loading."""
     kinds: tuple[str, ...] = ("llama-cpp-python", "llama-server")
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -179,7 +184,14 @@ def _error_scenarios() -> list[Scenario]:
             "the server has an API key and the request has another",
             _kestrel_body("Hi."),
             auth="wrong-key",
-            needs_auth_server=True,
+            server="key",
+        ),
+        Scenario(
+            "error_503_loading",
+            "a chat request to a server still loading its model",
+            _kestrel_body("Hi."),
+            server="loading",
+            kinds=("llama-server",),
         ),
         Scenario(
             "error_403_tools",
@@ -220,23 +232,55 @@ def send(base_url: str, scenario: Scenario) -> int:
         connection.close()
 
 
+def capture(upstream: str, scenario: Scenario) -> tuple[int, Exchange]:
+    """Send `scenario` to `upstream` through a recording proxy: the status and the exchange."""
+    got: list[Exchange] = []
+    proxy = RecordingProxy(upstream, got.append)
+    proxy.start()
+    try:
+        status = send(proxy.url, scenario)
+    finally:
+        proxy.stop()
+    return status, got[0]
+
+
+def capture_while_loading(
+    upstream: str, scenario: Scenario, seconds: float = 30.0
+) -> tuple[int, Exchange] | None:
+    """The first answer of a server that was just started, if it was a 503 (still loading)."""
+    parts = urlsplit(upstream)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((parts.hostname or "", parts.port or 80), timeout=1).close()
+        except OSError:
+            time.sleep(0.02)
+            continue
+        status, exchange = capture(upstream, scenario)
+        return (status, exchange) if status == 503 else None
+    return None
+
+
 def record(args: argparse.Namespace) -> int:
     """Record every scenario of `args.kind`; return how many were written."""
     written = 0
-    for scenario in scenarios():
+    upstreams = {"plain": args.upstream, "key": args.key_upstream, "loading": args.loading_upstream}
+    # The loading server is caught only in its first seconds: its scenario goes first.
+    for scenario in sorted(scenarios(), key=lambda s: s.server != "loading"):
         if args.kind not in scenario.kinds or (args.only and scenario.name not in args.only):
             continue
-        upstream = args.auth_upstream if scenario.needs_auth_server else args.upstream
+        upstream = upstreams[scenario.server]
         if not upstream:
-            print(f"{scenario.name}: skipped (no --auth-upstream)")
+            print(f"{scenario.name}: skipped (no --{scenario.server}-upstream)")
             continue
-        got: list[Exchange] = []
-        proxy = RecordingProxy(upstream, got.append)
-        proxy.start()
-        try:
-            status = send(proxy.url, scenario)
-        finally:
-            proxy.stop()
+        if scenario.server == "loading":
+            caught = capture_while_loading(upstream, scenario)
+        else:
+            caught = capture(upstream, scenario)
+        if caught is None:
+            print(f"{scenario.name}: not recorded (the server answered before a 503 was caught)")
+            continue
+        status, exchange = caught
         meta = {
             "server": args.label,
             "server_args": args.server_args,
@@ -244,9 +288,9 @@ def record(args: argparse.Namespace) -> int:
             "scenario": scenario.name,
             "note": scenario.note,
         }
-        write_fixture(args.out / f"{scenario.name}.json", got[0], meta)
-        chunks = len(got[0].chunks)
-        print(f"{scenario.name}: {status} ({chunks} chunks, {got[0].framing})", flush=True)
+        write_fixture(args.out / f"{scenario.name}.json", exchange, meta)
+        chunks = len(exchange.chunks)
+        print(f"{scenario.name}: {status} ({chunks} chunks, {exchange.framing})", flush=True)
         written += 1
     return written
 
@@ -256,7 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kind", choices=("llama-cpp-python", "llama-server"), required=True)
     parser.add_argument("--upstream", required=True, help="the server, started without a key")
-    parser.add_argument("--auth-upstream", default="", help="the same server with an API key")
+    parser.add_argument("--key-upstream", default="", help="the same server with an API key")
+    parser.add_argument(
+        "--loading-upstream", default="", help="the same server, started a moment ago (for a 503)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for the fixtures")
     parser.add_argument("--label", required=True, help="server name and version, for the notes")
     parser.add_argument("--server-args", default="", help="how the server was started")

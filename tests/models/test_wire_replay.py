@@ -23,6 +23,7 @@ from kestrel.protocol.errors import (
     BadRequest,
     ContextTooLong,
     EmptyReply,
+    Overloaded,
     ProviderError,
     ServerError,
     StreamCut,
@@ -262,6 +263,8 @@ def _expected_error(recorded: Fixture) -> type[ProviderError]:
         return ContextTooLong
     if recorded.status in (401, 403):
         return AuthenticationFailed
+    if recorded.status == 503:
+        return Overloaded
     if recorded.status >= 500 and recorded.status != 501:
         return ServerError
     return BadRequest
@@ -290,7 +293,7 @@ def test_the_recordings_cover_every_case_the_provider_must_handle() -> None:
     assert any(f.framing == "length" and _recorded_call(f)[0] for f in every)
     assert any(f.status == 200 and f.framing == "chunked" and not f.chunks for f in every)
     statuses = {f.status for f in every}
-    assert {400, 401, 403, 404, 500, 501} <= statuses
+    assert {400, 401, 403, 404, 500, 501, 503} <= statuses
 
 
 @pytest.mark.xfail(
