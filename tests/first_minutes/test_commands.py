@@ -303,3 +303,17 @@ def test_the_map_footer_speaks_to_the_person(user: NewUser) -> None:
     )
     assert "repo_map" not in done.text
     assert_clean(done)
+
+
+def test_a_follow_up_typed_after_the_finished_note_continues_the_session(
+    user: NewUser, tmp_path: Path
+) -> None:
+    model = script(tmp_path, [{"text": "First answer."}, {"text": "Second answer."}])
+    first = headless(user, "look around", model, "--output-format", "json")
+    session = json.loads(first.out)["session_id"]
+    keys = [("Enter leaves)", "and now?\n"), ("Second answer.", "\n")]
+    done = user.run_tty("resume", session, keys=keys)
+    assert done.code == 0, done.out
+    assert done.first_line().startswith(f"Session {session} is finished.")
+    assert "Second answer." in done.out
+    assert_clean(done)
