@@ -253,7 +253,7 @@ async def test_request_carries_tool_calls_and_tool_messages(wire: WireServer) ->
         {"role": "user", "content": "Fix it."},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_1",

@@ -296,11 +296,6 @@ def test_the_recordings_cover_every_case_the_provider_must_handle() -> None:
     assert {400, 401, 403, 404, 500, 501, 503} <= statuses
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Kestrel sends content null for an assistant turn that only calls tools, and "
-    "llama-cpp-python 0.3.36 refuses it with a 500 (recorded in tool_result_turn.json)",
-)
 def test_the_tool_turn_kestrel_sends_is_one_llama_cpp_python_accepts() -> None:
     recorded = load(WIRE / "llama-cpp-python" / "tool_result_turn.json")
     assert recorded.status == 500

@@ -234,5 +234,6 @@ def _wire_message(message: Message) -> dict[str, Any]:
         }
         for call in message.tool_calls
     ]
-    # null content is the documented form for a turn that only calls tools.
-    return {"role": "assistant", "content": message.text or None, "tool_calls": calls}
+    # An empty string, not the documented null: llama-cpp-python refuses null content with a 500,
+    # and every server tried (OpenAI's format, llama.cpp, vLLM) takes "" for a tools-only turn.
+    return {"role": "assistant", "content": message.text, "tool_calls": calls}
