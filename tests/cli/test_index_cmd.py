@@ -104,7 +104,8 @@ def test_map_prints_the_repository_map_within_the_budget(cached: Env) -> None:
 
 def test_a_cut_map_says_how_to_see_more_to_the_person(cached: Env) -> None:
     for n in range(12):
-        (cached.project / f"mod{n}.py").write_text(f"def function_number_{n}(argument):\n    pass\n")
+        source = f"def function_number_{n}(argument):\n    pass\n"
+        (cached.project / f"mod{n}.py").write_text(source)
     done = cached.run("map", "--budget", "100")
     assert done.returncode == 0, done.stderr
     assert "repo_map" not in done.stdout + done.stderr
