@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 import typer
 
 from kestrel.cli import sessions
-from kestrel.cli.doctor_cmd import doctor_command
 from kestrel.cli.command_line import CONTEXT, dispatch, positive, show_version
+from kestrel.cli.doctor_cmd import doctor_command
 from kestrel.cli.drive import OutputFormat
 from kestrel.cli.eval_cmd import app as eval_app
 from kestrel.cli.idle_flags import StrictCommand
