@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kestrel.cli.idle_flags import idle_flag
+from kestrel.cli.idle_flags import idle_after_finish, idle_flag
 
 RUN: dict[str, Any] = {"task": "fix it", "print_mode": False, "output_format": "text"}
 
@@ -45,3 +45,10 @@ def test_a_rewind_without_a_message_runs_nothing_so_run_flags_are_idle(flag: str
     # With a message they apply to the run after the rewind.
     given = {**values, "message": "now fix it"}
     assert idle_flag("rewind", frozenset({flag, "print_mode"}), given, terminal=False) is None
+
+
+def test_run_flags_of_a_finished_session_without_a_message() -> None:
+    unset = {"--model": None, "--max-turns": None, "--allow": ()}
+    assert idle_after_finish(unset) is None
+    assert idle_after_finish({**unset, "--allow": ("Bash(ls)",)}) == "--allow"
+    assert idle_after_finish({**unset, "--max-turns": 3}) == "--max-turns"

@@ -254,6 +254,12 @@ def test_resuming_a_finished_session_without_a_message_calls_no_model(
         f'Session {session} is finished. Follow up with: kestrel resume {session} "message"'
     )
     assert_clean(done)
+    idle = user.run("resume", session, "-p", "--max-turns", "3")
+    assert (idle.code, idle.first_line()) == (
+        2,
+        f"kestrel: --max-turns has no effect: session {session} is finished and no message was "
+        f'given; follow up with: kestrel resume {session} "message" --max-turns ...',
+    )
     as_json = user.run("resume", session, "-p", "--output-format", "json")
     assert as_json.code == 0, as_json.text
     result = json.loads(as_json.out)

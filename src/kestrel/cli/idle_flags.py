@@ -80,3 +80,12 @@ def _option(command: TyperCommand, name: str) -> str:
         if param.name == name and param.opts:
             return max(param.opts, key=len)
     return name
+
+
+def idle_after_finish(flags: Mapping[str, object]) -> str | None:
+    """The first run flag (`--max-turns`, …) given to a finished session resumed without a
+    message and without a terminal: no run follows, so it would do nothing."""
+    for flag, value in flags.items():
+        if value not in (None, (), []):
+            return flag
+    return None
