@@ -34,7 +34,7 @@ from kestrel.cli.drive import (
     read_line,
     report_error,
 )
-from kestrel.cli.idle_flags import idle_after_finish
+from kestrel.cli.finished_resume import follow_up_of_finished
 from kestrel.cli.plan_review import (
     ConsolePlanReview,
     PlanChoice,
@@ -198,12 +198,7 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
             return _hand_over_only(
                 store, session_id, settings, cwd, request, console, ask=not quiet
             )
-        if quiet and (flag := idle_after_finish(_run_flags(request))) is not None:
-            raise ConfigError(
-                f"{flag} has no effect: session {session_id} is finished and no message was "
-                f'given; follow up with: kestrel resume {session_id} "message" {flag} ...'
-            )
-        follow_up = _after_finished(session_id, console, quiet)
+        follow_up = follow_up_of_finished(request, session_id, console, quiet=quiet)
         if follow_up is None:
             if finished is not None and request.headless and request.output_format == "json":
                 print_result(finished, session_id, "json", True)  # Scripts still get a result.
@@ -221,33 +216,6 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         message=request.task,
         resuming=not (done and not request.task),
     )
-
-
-def _run_flags(request: RunRequest) -> dict[str, object]:
-    """The flags of a resume that only shape the run that follows."""
-    return {
-        "--model": request.model,
-        "--max-turns": request.max_turns,
-        "--max-cost": request.max_cost,
-        "--permission-mode": request.permission_mode,
-        "--sandbox": request.sandbox,
-        "--workspace": request.workspace,
-        "--allow": request.allow,
-        "--deny": request.deny,
-    }
-
-
-def _after_finished(session_id: str, console: Console, quiet: bool) -> str | None:
-    """A finished session resumed without a message makes no model call: say so, and at a
-    terminal take a follow-up (Enter leaves)."""
-    console.print(
-        f"Session {session_id} is finished. Follow up with: "
-        f'kestrel resume {session_id} "message"'
-        + ("" if quiet else " (or type it now; Enter leaves)"),
-        soft_wrap=True,
-        markup=False,
-    )
-    return None if quiet else asyncio.run(prompt_follow_up(console))
 
 
 def _change_left_over(settings: Settings, session_id: str, records: Sequence[Record]) -> bool:
