@@ -192,7 +192,7 @@ def _usage(
         output_tokens=int(given.get("output_tokens", output_chars // _CHARS_PER_TOKEN)),
         cost_usd=float(given.get("cost_usd", 0.0)),
         latency_ms=elapsed * 1000,
-        priced="cost_usd" in given,
+        priced=True,  # a scripted reply costs nothing: zero is its real price
     )
 
 
