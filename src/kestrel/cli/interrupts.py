@@ -94,31 +94,39 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 @contextlib.contextmanager
 def on_signals(cancel: Callable[[], object]) -> Iterator[None]:
     """While inside, Ctrl-C and SIGTERM call `cancel` in the running event loop (once; a second
-    signal raises as before); the handlers in place before come back afterwards."""
+    signal raises as before); the handlers in place before come back afterwards.
+
+    The event loop's own signal handling wakes it even while it waits in `select`, whichever
+    thread the signal reached (a thread blocked reading the terminal, say).
+    """
     import asyncio  # Here: the console script imports this module before anything else.
 
     running = asyncio.get_running_loop()
     cancelled = False
 
-    def handle(signum: int, frame: FrameType | None) -> None:
+    def handle(signum: int) -> None:
         nonlocal cancelled
         note(signum)
         if cancelled:  # A second signal: stop waiting for the cancel to finish.
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         cancelled = True
-        running.call_soon_threadsafe(cancel)
+        cancel()
 
     previous: dict[signal.Signals, Any] = {}
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, handle)
-    except ValueError:  # Not the main thread: signals stay as they were.
-        pass
+            previous[signum] = signal.getsignal(signum)
+            running.add_signal_handler(signum, handle, signum)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass  # Not the main thread, or no signals here: they stay as they were.
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                running.remove_signal_handler(signum)
+            with contextlib.suppress(ValueError):
+                signal.signal(signum, handler)
 
 
 def settle(store: EventStore, session_id: str) -> None:
