@@ -208,3 +208,20 @@ def test_ctrl_c_in_the_demo_removes_its_folder(
     assert last_event(user, session)["reason"] == "cancelled"
     left = list(Path(no_sandbox_slow_tests["TMPDIR"]).glob("kestrel-demo-*"))
     assert len(left) == (1 if keep else 0)
+
+
+def test_ctrl_c_while_the_demo_checks_the_sandbox(user: NewUser, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    slow = bin_dir / "bwrap"
+    slow.write_text("#!/bin/sh\nsleep 30\n")  # A sandbox that takes its time to answer.
+    slow.chmod(0o755)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(temp), **WIDE}
+    result = user.run_tty("demo", interrupt_when="Task:", env=env)
+    assert after(result, "Task:") == ["Cancelled."]
+    assert result.code == 130
+    assert_clean(result)
+    assert not list(temp.iterdir())
+    assert "session" not in plain(result.out)  # None had started.

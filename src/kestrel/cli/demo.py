@@ -35,7 +35,6 @@ from kestrel.protocol.events import (
 from kestrel.sandbox.probe import probe
 from kestrel.settings import Settings
 from kestrel.settings_load import load_settings
-from kestrel.store.base import EventStore
 from kestrel.workspace.overlay import View, discard_layer
 
 TASK = (
@@ -54,7 +53,6 @@ class _Demo:
     console: Console
     project: Path
     keep: bool
-    store: EventStore | None = None
     session_id: str | None = None
     view: View | None = None
 
@@ -72,8 +70,6 @@ def run_demo(*, keep: bool = False) -> int:
         return _demo(demo)
     except KeyboardInterrupt as exc:
         interrupts.note_interrupt(exc)
-        if demo.store is not None and demo.session_id is not None:
-            interrupts.settle(demo.store, demo.session_id)
         return interrupts.announce(console, demo.session_id if keep else None)
     finally:
         _close(demo)
@@ -121,7 +117,7 @@ def _run(demo: _Demo, provider: ScriptedProvider, model: str) -> int:
             style="yellow",
         )
     settings = load_settings(project, env=os.environ, flags=flags, home=Path.home())
-    store = demo.store = app.open_store(settings)
+    store = app.open_store(settings)
     try:
         session_id = demo.session_id = start_session(
             store,
@@ -140,9 +136,13 @@ def _run(demo: _Demo, provider: ScriptedProvider, model: str) -> int:
         after = _hand_off(loop, settings, view) if view else None
         finished = asyncio.run(drive(store, loop, frontend, message=None, after_seq=0, after=after))
         records = store.read(session_id)
+    except KeyboardInterrupt as exc:  # Outside `drive`, which turns signals into a cancel.
+        interrupts.note_interrupt(exc)
+        if demo.session_id is not None:
+            interrupts.settle(store, demo.session_id)
+        raise
     finally:
         store.close()
-        demo.store = None
     if interrupts.received() is not None:
         return interrupts.exit_code()
     return _verdict(console, finished, session_id, records)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
@@ -43,9 +45,19 @@ _stop = _Stop()
 
 
 def note(signum: int) -> None:
-    """Remember the first signal that stopped this process."""
+    """Remember the first signal that stopped this process.
+
+    From then on Python's complaints about what the signal cut short (an event loop it stopped
+    half-built, a coroutine never awaited) are dropped: they say nothing the person can act on.
+    """
     if _stop.signal is None:
         _stop.signal = signum
+        sys.unraisablehook = _ignore
+        warnings.simplefilter("ignore")
+
+
+def _ignore(unraisable: Any) -> None:
+    """An unraisable exception after a signal: nothing to report."""
 
 
 def note_interrupt(exc: KeyboardInterrupt) -> None:
