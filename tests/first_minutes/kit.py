@@ -113,7 +113,10 @@ class NewUser:
 
         `keys`: (text to wait for, keys to type) pairs, in order. `interrupt_when`: press Ctrl-C
         (SIGINT to the process group, as a terminal does) once this text has appeared; "" means
-        at once. The output is what the terminal showed (standard output and error together).
+        at once; if the command is still there 3 s later, Ctrl-C is pressed again, as a person
+        would: CPython cannot see a SIGINT that lands between printing an `input()` prompt and
+        starting to read, so one press can be lost there. The output is what the terminal showed
+        (standard output and error together).
         """
         main_fd, child_fd = pty.openpty()
         proc = subprocess.Popen(
@@ -130,12 +133,16 @@ class NewUser:
         seen = b""
         deadline = time.monotonic() + timeout
         interrupted = interrupt_when is None
+        pressed_at = 0.0
         try:
             while time.monotonic() < deadline:
                 text = seen.decode(errors="replace")
                 if not interrupted and interrupt_when is not None and interrupt_when in text:
                     os.killpg(proc.pid, signal.SIGINT)
-                    interrupted = True
+                    interrupted, pressed_at = True, time.monotonic()
+                elif pressed_at and time.monotonic() - pressed_at > 3 and proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGINT)
+                    pressed_at = time.monotonic()
                 if pending and pending[0][0] in text:
                     os.write(main_fd, pending.pop(0)[1].encode())
                 ready, _, _ = select.select([main_fd], [], [], 0.05)

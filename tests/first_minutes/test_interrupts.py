@@ -168,6 +168,7 @@ def test_sigterm_settles_a_running_session_as_cancelled(user: NewUser) -> None:
     assert_clean(result)
     finished = json.loads(out.splitlines()[-1])["event"]
     assert (finished["type"], finished["reason"]) == ("session_finished", "cancelled")
+    assert finished["detail"] == "stopped by SIGTERM"
     assert status(user, session) == "cancelled"
     assert_resumes(user, session)
 

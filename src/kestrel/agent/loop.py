@@ -237,9 +237,11 @@ class AgentLoop:
                         self.emit(ContextAdded(source="Stop hook", text=reason))
                         continue
                     return self._finish("done", "", completion.message.text)
-        except asyncio.CancelledError:
-            runner.interrupt_unfinished("cancelled by the user")
-            self._finish("cancelled", "cancelled by the user")
+        except asyncio.CancelledError as exc:
+            # Whoever cancels may say why (`task.cancel("stopped by SIGTERM")`); else the user did.
+            why = str(exc.args[0]) if exc.args and exc.args[0] else "cancelled by the user"
+            runner.interrupt_unfinished(why)
+            self._finish("cancelled", why)
             raise
         except ProviderError as exc:
             self.emit(ErrorOccurred(error_kind=type(exc).__name__, message=str(exc)))

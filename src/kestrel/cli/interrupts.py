@@ -104,8 +104,8 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def on_signals(cancel: Callable[[], object]) -> Iterator[None]:
-    """While inside, Ctrl-C and SIGTERM call `cancel` in the running event loop (once; a second
+def on_signals(cancel: Callable[[str], object]) -> Iterator[None]:
+    """While inside, Ctrl-C and SIGTERM call `cancel(why)` in the running event loop (once; a second
     signal raises as before); the handlers in place before come back afterwards.
 
     The event loop's own signal handling wakes it even while it waits in `select`, whichever
@@ -122,7 +122,7 @@ def on_signals(cancel: Callable[[], object]) -> Iterator[None]:
         if cancelled:  # A second signal: stop waiting for the cancel to finish.
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         cancelled = True
-        cancel()
+        cancel(TERMINATE_DETAIL if signum == signal.SIGTERM else CANCEL_DETAIL)
 
     previous: dict[signal.Signals, Any] = {}
     try:
