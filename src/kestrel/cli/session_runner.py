@@ -11,27 +11,21 @@ from pathlib import Path
 from typing import Literal
 
 from rich.console import Console
-from rich.markup import escape
 
 from kestrel import app, app_workspace
-from kestrel.agent.loop import AgentLoop
 from kestrel.agent.planning import PLAN_MODE_NOTE, PlanNotFound, mode_after_plan
-from kestrel.agent.ports import Approver, DenyingApprover
-from kestrel.agent.session import CheckpointNotFound, reconcile, rewind, start_session
+from kestrel.agent.ports import DenyingApprover
+from kestrel.agent.session import CheckpointNotFound, reconcile, start_session
 from kestrel.agent.state import replay
 from kestrel.cli import interrupts
+from kestrel.cli import session_steps as steps
 from kestrel.cli.drive import (
     EXIT_DONE,
     EXIT_USAGE,
-    AfterRun,
-    ConsoleApprover,
-    FollowUp,
     OutputFormat,
     drive,
     make_frontend,
     print_result,
-    prompt_follow_up,
-    read_line,
     report_error,
 )
 from kestrel.cli.finished_resume import follow_up_of_finished
@@ -41,11 +35,10 @@ from kestrel.cli.plan_review import (
     decide_from_choice,
     decision_hint,
 )
-from kestrel.cli.render import Frontend, handoff_lines, pending_hint, unverified_in
+from kestrel.cli.render import unverified_in
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import (
     ChangesApplied,
-    ChangesReady,
     ContextAdded,
     PermissionMode,
     Record,
@@ -55,8 +48,7 @@ from kestrel.protocol.events import (
 from kestrel.settings import Settings
 from kestrel.settings_load import load_settings
 from kestrel.store.base import EventStore
-from kestrel.tools.plan import plan_text
-from kestrel.workspace.overlay import View, layer_for
+from kestrel.workspace.overlay import layer_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,7 +237,7 @@ def _hand_over_only(
     finished = loop.state.finished
     assert finished is not None  # Only finished sessions come here.
     if view is not None:
-        after = _handoff(loop, settings, view, console, ask, request.headless)
+        after = steps.handoff(loop, settings, view, console, ask, request.headless)
 
         async def hand_over() -> None:
             await after(finished)
@@ -292,7 +284,7 @@ def _execute_run(
 ) -> int:
     interactive = not request.headless and sys.stdin.isatty()
     frontend = make_frontend(request.headless, request.output_format, console)
-    approver = _approver(interactive, console, frontend, store, session_id)
+    approver = steps.approver(interactive, console, frontend, store, session_id)
     mode = "plan" if request.plan else request.permission_mode
     parts = app.LoopParts(approver=approver, permission_mode=mode)
     view = app_workspace.open_workspace(settings, session_id, cwd)
@@ -312,7 +304,7 @@ def _execute_run(
         env = loop.environment
         reconcile(loop.state, loop.emit, loop.tools.kind, env.root, env.artifacts_dir)
     if request.rewind_to is not None:
-        _rewind(loop, request.rewind_to)
+        steps.rewind_to(loop, request.rewind_to)
         if message is None and interactive:
             message = _ask(console, "What now?") or None
         if message is None:
@@ -328,9 +320,11 @@ def _execute_run(
         message = asyncio.run(ConsolePlanReview(loop, console, after_plan, True)())
         if message is None:
             return EXIT_DONE
-    follow_up = _follow_up(loop, console, after_plan) if interactive else None
+    follow_up = steps.follow_up(loop, console, after_plan) if interactive else None
     handoff = (
-        _handoff(loop, settings, view, console, interactive, request.headless) if view else None
+        steps.handoff(loop, settings, view, console, interactive, request.headless)
+        if view
+        else None
     )
     finished = asyncio.run(
         drive(
@@ -344,108 +338,6 @@ def _execute_run(
         )
     )
     if finished.reason == "plan" and loop.state.plan is not None:
-        _print_plan_hint(loop, request)
+        steps.print_plan_hint(loop, request.headless, request.output_format)
     unverified = unverified_in(store.read(session_id, after_seq))
     return print_result(finished, session_id, request.output_format, request.headless, unverified)
-
-
-def _follow_up(loop: AgentLoop, console: Console, after_plan: PermissionMode) -> FollowUp:
-    """The next message at a terminal: the decision on a plan the run stopped for, else a
-    follow-up."""
-    review = ConsolePlanReview(loop, console, after_plan)
-
-    async def next_message() -> str | None:
-        finished = loop.state.finished
-        if finished is not None and finished.reason == "plan" and loop.state.plan is not None:
-            return await review()
-        while True:
-            text = await prompt_follow_up(console)
-            if text is None or not text.startswith("/"):
-                return text
-            command, _, rest = text.partition(" ")
-            if command != "/plan":
-                console.print("Commands: /plan [message]: plan first (read-only), then decide.")
-                continue
-            loop.config = replace(loop.config, permission_mode="plan")
-            console.print(
-                "[cyan]Plan mode: the agent explores read-only and proposes a plan; "
-                "you approve, edit or reject it before anything is written.[/cyan]"
-            )
-            if rest.strip():
-                return rest.strip()
-
-    return next_message
-
-
-def _print_plan_hint(loop: AgentLoop, request: RunRequest) -> None:
-    """Headless, a run that stopped for a plan prints it (text output) and how to decide."""
-    plan = loop.state.plan
-    assert plan is not None
-    if request.headless and request.output_format == "text":
-        print(f"Plan {plan.plan_id}:\n{plan_text(plan.summary, plan.steps)}")
-    if request.headless or not sys.stdin.isatty():
-        print(f"kestrel: {decision_hint(loop.session_id)}", file=sys.stderr)
-
-
-def _handoff(
-    loop: AgentLoop,
-    settings: Settings,
-    view: View,
-    console: Console,
-    interactive: bool,
-    headless: bool,
-) -> AfterRun:
-    """What happens to the change when the run is over: applied on its own when the session
-    may edit unasked and finished its task, asked about at a terminal, else left for review."""
-
-    async def after(finished: SessionFinished) -> None:
-        async def decide(ready: ChangesReady) -> bool:
-            if finished.reason != "done":
-                return False
-            if (loop.config.permission_mode or loop.state.permission_mode) in (
-                "accept-edits",
-                "bypass",
-            ):
-                return True
-            if not interactive:
-                return False
-            console.print(
-                "[bold cyan]Apply this change to your checkout? [y/N][/bold cyan] ", end=""
-            )
-            answer = await read_line()
-            return (answer or "").strip().lower() in ("y", "yes")
-
-        handoff = await app_workspace.hand_off(
-            loop.store, loop.session_id, settings, view, emit=loop.emit, decide=decide
-        )
-        if handoff.ready is None:
-            return
-        if headless:  # Otherwise the console frontend has shown them.
-            for event in (handoff.ready, handoff.applied):
-                for line in handoff_lines(event, loop.session_id) if event else ():
-                    console.print(escape(line), soft_wrap=True, highlight=False)
-        if handoff.applied is None or handoff.applied.outcome != "applied":
-            console.print(escape(pending_hint(loop.session_id)), soft_wrap=True)
-
-    return after
-
-
-def _rewind(loop: AgentLoop, checkpoint: str) -> None:
-    """Restore the files of a checkpoint and log the rewind; say what happened."""
-    if loop.checkpointer is None:
-        raise ConfigError("checkpoints are off for this session; nothing to rewind")
-    rewound = asyncio.run(rewind(loop.state, loop.emit, loop.checkpointer, checkpoint))
-    Console(stderr=True, highlight=False).print(
-        f"Rewound the files to checkpoint {rewound.checkpoint_id[:12]}; the conversation "
-        f"continues from event {rewound.to_seq}. Continue with: "
-        f'kestrel resume {loop.session_id} "what to do now"',
-        soft_wrap=True,
-    )
-
-
-def _approver(
-    interactive: bool, console: Console, frontend: Frontend, store: EventStore, session_id: str
-) -> Approver:
-    if not interactive:
-        return DenyingApprover()
-    return ConsoleApprover(console, frontend, store, session_id, set())
