@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budget_notices, budgets, compaction
+from kestrel.agent.cut_replies import CutReplies
 from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
 from kestrel.agent.planning import proposed_in
@@ -202,6 +203,7 @@ class AgentLoop:
             self.gate,
         )
         stop_continues = 0
+        cut = CutReplies(self.config.max_output_tokens)
         try:
             if (stopped := await self._prompt_hooks()) is not None:
                 return stopped
@@ -223,6 +225,11 @@ class AgentLoop:
                     return stopped
                 completion = await self._model_step()
                 self._warn_budgets()
+                if (cut_short := cut.check(completion)) is not None:
+                    if isinstance(cut_short, str):
+                        return self._finish("error", cut_short)
+                    self.emit(cut_short)
+                    continue
                 if not completion.message.tool_calls:
                     if (verified := await self._verify()) is not None:
                         if verified.reason is None:

@@ -6,8 +6,9 @@ conversation already holds N assistant turns, so a resumed session picks up wher
 request after the last turn raises `ScriptExhausted`: a script that ends too early is a broken
 test, and saying nothing would pass for a finished task.
 
-Two optional keys help tests: `usage` (`input_tokens`, `output_tokens`, `cost_usd`) overrides the
-estimated usage, and `delay_s` waits before answering.
+Optional keys help tests: `usage` (`input_tokens`, `output_tokens`, `cost_usd`) overrides the
+estimated usage, `delay_s` waits before answering, and `cut: true` ends the reply as one the output
+cap cut off.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from kestrel.protocol.messages import (
     AssistantTurn,
     Completion,
     ModelRequest,
+    StopReason,
     StreamPart,
     TextDelta,
     ToolCall,
@@ -36,7 +38,7 @@ from kestrel.protocol.messages import (
 )
 from kestrel.protocol.oserrors import error_text
 
-_TURN_KEYS = {"text", "tool_calls", "usage", "delay_s"}
+_TURN_KEYS = {"text", "tool_calls", "usage", "delay_s", "cut"}
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cost_usd"}
 _CHARS_PER_TOKEN = 4
 
@@ -50,6 +52,8 @@ class ScriptedTurn:
     """(name, arguments as JSON text) pairs; text lets a script send malformed arguments."""
     usage: dict[str, float] | None = None
     delay_s: float = 0.0
+    cut: bool = False
+    """True: the reply ends as one the output cap cut off (stop reason `max_tokens`)."""
 
 
 def say(text: str) -> ScriptedTurn:
@@ -125,9 +129,8 @@ class ScriptedProvider:
                 yield ToolCallDelta(index=i, arguments_delta=piece)
         message = AssistantTurn(text=turn.text, tool_calls=tuple(calls))
         usage = _usage(self._model, request, message, turn, time.perf_counter() - started)
-        yield Completion(
-            message=message, usage=usage, stop_reason="tool_use" if calls else "end_turn"
-        )
+        stop: StopReason = "max_tokens" if turn.cut else "tool_use" if calls else "end_turn"
+        yield Completion(message=message, usage=usage, stop_reason=stop)
 
 
 def parse_script(data: Any, *, source: str = "script") -> list[ScriptedTurn]:
@@ -162,7 +165,10 @@ def _parse_turn(item: Any, where: str) -> ScriptedTurn:
     delay = item.get("delay_s", 0.0)
     if not isinstance(delay, int | float) or delay < 0:
         raise ConfigError(f"{where}: 'delay_s' must be a non-negative number")
-    return ScriptedTurn(text=text, tool_calls=calls, usage=usage, delay_s=float(delay))
+    cut = item.get("cut", False)
+    if not isinstance(cut, bool):
+        raise ConfigError(f"{where}: 'cut' must be true or false")
+    return ScriptedTurn(text=text, tool_calls=calls, usage=usage, delay_s=float(delay), cut=cut)
 
 
 def _parse_call(item: Any, where: str) -> tuple[str, str]:
