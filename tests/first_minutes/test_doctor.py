@@ -171,3 +171,14 @@ def test_outside_a_repository_the_doctor_warns(user: NewUser, tmp_path: Path) ->
     assert repository["detail"] == (
         f"{loose} is not in a git repository; Kestrel treats this folder as the project"
     )
+
+
+def test_doctor_reaches_a_model_at_the_endpoint_given_by_flag(user: NewUser) -> None:
+    bad = user.run("doctor", "--model", "openai:local", "--base-url", "ftp://nowhere")
+    assert bad.code == 1
+    assert any(
+        line.strip() == "FAIL  settings: --base-url: expected an http:// or https:// URL "
+        '(got "ftp://nowhere")'
+        for line in bad.out.splitlines()
+    ), bad.out
+    assert_clean(bad)

@@ -51,6 +51,12 @@ def doctor_command(
             "endpoint may be reached to see what it is.",
         ),
     ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="Reach the model at this endpoint, as `kestrel --base-url`."
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object {ok, checks}, for scripts.")
     ] = False,
@@ -60,7 +66,7 @@ def doctor_command(
 ) -> None:
     """Check settings, model credentials, the sandbox, git, ripgrep, disk and the index."""
     cwd = Path.cwd().resolve()
-    checks = run_checks(cwd, env=os.environ, home=Path.home(), model=model)
+    checks = run_checks(cwd, env=os.environ, home=Path.home(), model=model, base_url=base_url)
     ok = passed(checks)
     if as_json:
         typer.echo(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
@@ -72,10 +78,17 @@ def doctor_command(
 
 
 def run_checks(
-    cwd: Path, *, env: Mapping[str, str], home: Path, model: str | None = None
+    cwd: Path,
+    *,
+    env: Mapping[str, str],
+    home: Path,
+    model: str | None = None,
+    base_url: str | None = None,
 ) -> list[DoctorCheck]:
     """Every check for a run in `cwd`, in the order the report shows them."""
-    flags = {"model": model} if model else {}
+    flags: dict[str, object] = {"model": model} if model else {}
+    if base_url:
+        flags["base_url"] = base_url
     reports, settings = check_settings(cwd, env=env, flags=flags, home=home)
     checks = settings_checks(reports, env=env, home=home)
     if settings is None or _flag_problems(reports):
