@@ -22,22 +22,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from kestrel.models.endpoint import EndpointChoices
+from kestrel.models.endpoint import EndpointChoices, ServerKind
 
 TABLE = "endpoint"
 """The table's name in a settings file."""
 
-KindSetting = Literal[
-    "auto",
-    "openai",
-    "openrouter",
-    "vllm",
-    "ollama",
-    "lmstudio",
-    "llama-server",
-    "llama-cpp-python",
-    "unknown",
-]
+KindSetting = Literal["auto"] | ServerKind
 
 
 def _auto_is_none(value: object) -> object:

@@ -10,7 +10,7 @@ the provider sends requests by. Everything here is pure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 ServerKind = Literal[
@@ -24,16 +24,7 @@ ServerKind = Literal[
     "unknown",
 ]
 """The servers Kestrel knows the habits of; `unknown` gets the safe defaults."""
-SERVER_KINDS: tuple[ServerKind, ...] = (
-    "openai",
-    "openrouter",
-    "vllm",
-    "ollama",
-    "lmstudio",
-    "llama-server",
-    "llama-cpp-python",
-    "unknown",
-)
+SERVER_KINDS: tuple[ServerKind, ...] = get_args(ServerKind)
 """Every `ServerKind`, in the order messages list them."""
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
