@@ -18,16 +18,28 @@ Variables: `KESTREL_ENDPOINT_KIND`, `KESTREL_MAX_TOKENS_FIELD`, `KESTREL_STREAM_
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from kestrel.models.endpoint import EndpointChoices, ServerKind
+from kestrel.models.endpoint import SERVER_KINDS, EndpointChoices
 
 TABLE = "endpoint"
 """The table's name in a settings file."""
 
-KindSetting = Literal["auto"] | ServerKind
+KindSetting = Literal[
+    "auto",
+    "openai",
+    "openrouter",
+    "vllm",
+    "ollama",
+    "lmstudio",
+    "llama-server",
+    "llama-cpp-python",
+    "unknown",
+]
+"""One flat list (not "auto" | ServerKind), so a wrong kind gets one message naming them all."""
+assert get_args(KindSetting) == ("auto", *SERVER_KINDS)
 
 
 def _auto_is_none(value: object) -> object:
