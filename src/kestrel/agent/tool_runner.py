@@ -7,8 +7,9 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
+from kestrel.agent.output_coalescing import OutputCoalescer
 from kestrel.agent.ports import Approver, Checkpointer, ToolEnvironment
 from kestrel.agent.state import SessionState
 from kestrel.policy.gate import GateDecision, PermissionGate
@@ -27,7 +28,6 @@ from kestrel.protocol.events import (
     Record,
     ToolCallRequested,
     ToolFinished,
-    ToolOutputChunk,
     ToolStarted,
 )
 from kestrel.protocol.messages import ToolCall
@@ -188,7 +188,11 @@ class ToolRunner:
     async def _run_one(self, call: ToolCall) -> None:
         self._emit(ToolStarted(call_id=call.id, name=call.name))
         started = time.perf_counter()
-        outcome = await self._tools.dispatch(call, self._context(call.id))
+        output = OutputCoalescer(call.id, self._emit)
+        try:
+            outcome = await self._tools.dispatch(call, self._context(call.id, output))
+        finally:
+            output.flush()
         duration_ms = (time.perf_counter() - started) * 1000
         content = self._screen(call, outcome.content)
         content = await self._after_hooks(call, outcome, content)
@@ -251,10 +255,7 @@ class ToolRunner:
             notes.append(f"[hook] {verdict.additional_context}")
         return "\n\n".join([content, *notes])
 
-    def _context(self, call_id: str) -> ToolContext:
-        def on_output(stream: Literal["stdout", "stderr"], text: str) -> None:
-            self._emit(ToolOutputChunk(call_id=call_id, stream=stream, text=text))
-
+    def _context(self, call_id: str, output: OutputCoalescer) -> ToolContext:
         async def before_write(write: PlannedWrite) -> None:
             if write.after is not None and write.after_hash is not None:
                 staged = staged_write(self._env.artifacts_dir, write.after_hash)
@@ -274,7 +275,7 @@ class ToolRunner:
             root=env.root,
             executor=env.executor,
             artifacts_dir=env.artifacts_dir,
-            on_output=on_output,
+            on_output=output.add,
             before_write=before_write,
             bash_timeout_s=env.bash_timeout_s,
             max_output_chars=env.max_output_chars,
