@@ -90,7 +90,7 @@ async def test_a_megabyte_of_lines_streams_whole_in_few_events(tmp_path: Path) -
     seconds = time.monotonic() - started
     got = chunks([r.event for r in loop.store.read(loop.session_id)])
     stdout = "".join(text for stream, text in got if stream == "stdout")
-    assert stdout == "".join("%079d\n" % i for i in range(lines))
+    assert stdout == "".join(f"{i:079d}\n" for i in range(lines))
     assert got[-1] == ("stderr", "the end\n")
     # 16 events by size, plus at most one per 100 ms the run took, plus the stderr line.
     assert len(got) <= 16 + 1 + int(seconds / 0.1) + 1
