@@ -149,7 +149,9 @@ def apply(state: SessionState, record: Record) -> None:
         case InjectionFlagged():
             state.flagged = True
         case VerificationFinished():
-            state.unverified.clear()
+            # A change that failed its checks stays unchecked until checks pass: a reply that
+            # only says it is done must not finish (and be applied) without another check.
+            state.unverified = set(event.paths) if event.blocking and not event.ok else set()
             state.failed_verifications = 0 if event.ok else state.failed_verifications + 1
         case CheckpointCreated():
             state.unverified.update(change.path for change in event.changes)

@@ -1,0 +1,68 @@
+"""A change whose verification failed is never applied on its own, whatever the model says last:
+a reply with no edits after a failed check does not count as a fix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from cli_kit import BUGGY, Env, lines_of
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="checks run on their own only inside the sandbox"
+)
+
+WRONG_FIX = {
+    "tool_calls": [
+        {
+            "name": "edit_file",
+            "arguments": {"path": "calc.py", "old_str": "return a - b", "new_str": "return a * b"},
+        }
+    ]
+}
+
+
+def _events(output: str) -> list[dict[str, object]]:
+    return [record["event"] for record in lines_of(output)]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("last", ["", "All fixed.", "   "])
+def test_a_failed_verification_stops_the_auto_apply(env: Env, last: str) -> None:
+    # The edit leaves the tests failing; every later reply claims to be done without editing.
+    script = [WRONG_FIX, {"text": "Done."}, {"text": last}, {"text": last}, {"text": last}]
+    env.script.write_text(json.dumps(script))
+
+    done = env.run(*env.headless("--output-format", "stream-json"))
+
+    events = _events(done.stdout)
+    verifications = [e for e in events if e["type"] == "verification_finished"]
+    assert verifications, done.stderr
+    assert all(v["blocking"] and not v["ok"] for v in verifications)
+    [finished] = [e for e in events if e["type"] == "session_finished"]
+    assert finished["reason"] == "unverified", finished
+    assert done.returncode != 0
+    applied = [e for e in events if e["type"] == "changes_applied"]
+    assert not any(e["outcome"] == "applied" for e in applied)
+    assert (env.project / "calc.py").read_text() == BUGGY
+
+
+def test_a_fixed_change_is_applied(env: Env) -> None:
+    # The same run, but the model fixes the change after the failed check: it is applied.
+    fix = {
+        "tool_calls": [
+            {
+                "name": "edit_file",
+                "arguments": {"path": "calc.py", "old_str": "a * b", "new_str": "a + b"},
+            }
+        ]
+    }
+    env.script.write_text(json.dumps([WRONG_FIX, {"text": "Done."}, fix, {"text": "Fixed."}]))
+
+    done = env.run(*env.headless("--output-format", "stream-json"))
+
+    assert done.returncode == 0, done.stderr
+    events = _events(done.stdout)
+    assert [v["ok"] for v in events if v["type"] == "verification_finished"] == [False, True]
+    assert events[-1]["type"] == "changes_applied" and events[-1]["outcome"] == "applied"
+    assert "return a + b" in (env.project / "calc.py").read_text()
