@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budget_notices, budgets, compaction
+from kestrel.agent.big_arguments import DeltaCap, shrink_message
 from kestrel.agent.cut_replies import CutReplies
 from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
@@ -346,23 +347,26 @@ class AgentLoop:
         )
         on_retry, on_switch = self._reporters(request_id, role)
         stream = self.streamer(request, role=role, on_retry=on_retry, on_switch=on_switch)
+        cap = DeltaCap()  # Arguments too long to keep are not logged piece by piece either.
         async for part in stream:
             if isinstance(part, TextDelta):
                 self.emit(ModelTextDelta(request_id=request_id, text=part.text))
             elif isinstance(part, ToolCallDelta):
-                self.emit(
-                    ModelToolCallDelta(
-                        request_id=request_id,
-                        index=part.index,
-                        call_id=part.call_id,
-                        name=part.name,
-                        arguments_delta=part.arguments_delta,
+                delta = cap.take(part.index, part.arguments_delta)
+                if delta or part.call_id or part.name or not part.arguments_delta:
+                    self.emit(
+                        ModelToolCallDelta(
+                            request_id=request_id,
+                            index=part.index,
+                            call_id=part.call_id,
+                            name=part.name,
+                            arguments_delta=delta,
+                        )
                     )
-                )
             elif isinstance(part, Completion):
                 completed = ModelCompleted(
                     request_id=request_id,
-                    message=part.message,
+                    message=shrink_message(part.message, self.environment.artifacts_dir),
                     usage=estimated_usage(part.usage, request, part.message),
                     stop_reason=part.stop_reason,
                 )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kestrel.agent.big_arguments import full_call
 from kestrel.agent.output_coalescing import OutputCoalescer
 from kestrel.agent.ports import Approver, Checkpointer, ToolEnvironment
 from kestrel.agent.state import SessionState
@@ -73,7 +74,8 @@ class ToolRunner:
             if call.id not in self._state.calls:
                 kind = self._tools.kind(call.name)
                 self._emit(ToolCallRequested(call=call, read_only=kind == "read"))
-        allowed = [c for c in todo if await self._permitted(c)]
+        # A call whose arguments were moved to a file is judged and run with them whole.
+        allowed = [c for c in map(full_call, todo) if await self._permitted(c)]
         for group in _batches(allowed, self._tools):
             changing = tuple(c for c in group if self._tools.kind(c.name) in ("edit", "execute"))
             if changing and not self._state.checkpoints:
