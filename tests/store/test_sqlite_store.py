@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from store_helpers import started
 
-from kestrel.protocol.codec import DecodeError
 from kestrel.protocol.events import UserMessage
 from kestrel.store import STORE_SCHEMA_VERSION, SQLiteStore, StoreError
 
@@ -70,7 +69,7 @@ def test_refuses_a_store_written_by_a_newer_kestrel(tmp_path: Path) -> None:
 def test_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     path.write_bytes(b"this is not sqlite, it is just text\n" * 200)
-    with pytest.raises(StoreError, match="not a Kestrel event store"):
+    with pytest.raises(StoreError, match=r"is damaged .*kestrel doctor --repair"):
         SQLiteStore(path)
 
 
@@ -96,17 +95,24 @@ def _tamper(path: Path, seq: int, text: str, kind: str = "user_message") -> None
         ),
     ],
 )
-def test_a_bad_row_raises_decode_error_naming_session_and_seq(
+def test_a_bad_row_is_quarantined_with_a_warning_naming_session_and_seq(
     tmp_path: Path, text: str, detail: str
 ) -> None:
     path = tmp_path / "sessions.db"
-    with SQLiteStore(path) as store:
+    warnings: list[str] = []
+    with SQLiteStore(path, warn=warnings.append) as store:
         store.append("s1", started("s1"))
         _tamper(path, 2, text)
-        with pytest.raises(DecodeError, match=r"session 's1', seq 2: ") as caught:
-            store.read("s1")
-        assert detail in str(caught.value)
-        assert [r.seq for r in store.read("s1", after_seq=2)] == []
+        assert [r.seq for r in store.read("s1")] == [1]
+        assert len(warnings) == 1
+        assert warnings[0].startswith("warning: session 's1', seq 2: ")
+        assert detail in warnings[0]
+        assert store.quarantined() == 1
+        assert [r.seq for r in store.read("s1")] == [1]
+        assert len(warnings) == 1  # Set aside once, not warned about on every read.
+        # The tampering never moved the session's last seq, so the next append takes seq 2.
+        store.append("s1", UserMessage(text="on"))
+        assert [r.seq for r in store.read("s1")] == [1, 2]
 
 
 async def test_in_process_append_wakes_a_subscriber_without_polling(tmp_path: Path) -> None:

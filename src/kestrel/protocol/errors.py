@@ -90,3 +90,29 @@ class EmptyReply(ProviderError):
     """
 
     retryable = True
+
+
+class StoreError(KestrelError):
+    """The event store cannot be opened or used; `session_id` names the session it stopped, if any.
+
+    Subclasses say why: `StoreDamaged` (not a readable database), `StoreFull` (no room to write),
+    `SessionLogLost` (a running session's log was deleted or replaced).
+    """
+
+    def __init__(self, message: str, *, path: str = "", session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.session_id = session_id
+
+
+class StoreDamaged(StoreError):
+    """The store's file is torn or not a database; `kestrel doctor --repair` salvages the rest."""
+
+
+class StoreFull(StoreError):
+    """A write found no room (the disk is full, or a file size limit is reached); nothing of the
+    failed append was kept, so the session can be resumed once there is space again."""
+
+
+class SessionLogLost(StoreError):
+    """The log of a session this process was writing has been deleted or replaced under it."""

@@ -6,15 +6,13 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from kestrel.protocol.errors import KestrelError, SessionNotFound
+from kestrel.protocol.errors import SessionNotFound, StoreError
 from kestrel.protocol.events import Event, Record, SessionFinished, SessionResumed, SessionStarted
 
 RUNNING = "running"
 """A session's status from its start until a `session_finished`."""
 
-
-class StoreError(KestrelError):
-    """The event store cannot be opened or used: not a database, or written by a newer Kestrel."""
+__all__ = ["RUNNING", "Notifier", "StoreError", "check_append", "choose", "follow", "status_after"]
 
 
 def check_append(session_id: str, event: Event, *, exists: bool) -> None:

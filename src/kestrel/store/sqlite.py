@@ -9,17 +9,20 @@ survive that too, at the cost of one disk flush per event.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from kestrel.protocol.codec import DecodeError, record_from_json, record_to_json
 from kestrel.protocol.events import Event, Record, SessionStarted
+from kestrel.store import quarantine
 from kestrel.store._common import (
     RUNNING,
     Notifier,
@@ -30,6 +33,14 @@ from kestrel.store._common import (
     status_after,
 )
 from kestrel.store.base import SessionSummary, Spend
+from kestrel.store.sqlite_faults import (
+    check_header,
+    check_same_file,
+    guarded,
+    identity,
+    session_lost,
+    translate,
+)
 
 STORE_SCHEMA_VERSION = 1
 """The layout of the database, kept in `PRAGMA user_version`; not the event schema version."""
@@ -56,7 +67,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS sessions_by_created ON sessions (created_at)",
 )
 
-_SPEND_INDEXES = (
+_EVERY_OPEN = (
+    quarantine.QUARANTINE_SCHEMA,
     # Partial indexes over model calls only: the day's spend and each session's cost read a few
     # rows instead of the whole log. Older stores get them on open; older Kestrels ignore them.
     "CREATE INDEX IF NOT EXISTS events_spend_by_time ON events (at) WHERE type = 'model_completed'",
@@ -94,7 +106,15 @@ _SESSIONS_WITH_COST = (
 
 
 class SQLiteStore:
-    """An `EventStore` in one SQLite file; several processes may share the file."""
+    """An `EventStore` in one SQLite file; several processes may share the file.
+
+    Every failure underneath is a `StoreError` subclass: `StoreDamaged` for a file that is not a
+    whole database (checked on open, and on any read that finds a bad page), `StoreFull` for an
+    append that found no room (it left nothing behind), `SessionLogLost` for an append to a
+    session whose log was deleted, or whose file was deleted or replaced, since this store last
+    wrote to it. An event row that cannot be decoded is moved to the `quarantine` table, with
+    one warning through `warn`, and skipped.
+    """
 
     def __init__(
         self,
@@ -104,25 +124,33 @@ class SQLiteStore:
         poll_interval_s: float = 0.05,
         busy_timeout_s: float = 10.0,
         clock: Callable[[], float] = time.time,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self._path = path
         self._poll_s = poll_interval_s
         self._clock = clock
+        self._warn = warn or _to_stderr
         self._notifier = Notifier()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Sessions this store has appended to: their rows vanishing means the log was lost.
+        self._written: set[str] = set()
+        with guarded(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        check_header(path)
         # Appends and reads use separate connections so a reader never waits behind a writer
         # that is itself waiting for another process to finish its transaction.
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._writer = self._connect(synchronous, busy_timeout_s)
         try:
-            self._migrate()
-            self._reader = self._connect(synchronous, busy_timeout_s)
+            with guarded(path):
+                self._migrate()
+                self._reader = self._connect(synchronous, busy_timeout_s)
         except BaseException:
             self._writer.close()
             raise
+        self._opened = identity(path)
 
     @property
     def path(self) -> Path:
@@ -136,44 +164,49 @@ class SQLiteStore:
                 self._path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"{self._path}: cannot open the event store: {exc}") from exc
+            raise StoreError(
+                f"cannot open the event store {self._path}: {exc}", path=str(self._path)
+            ) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"{self._path}: not a Kestrel event store: {exc}") from exc
+            raise translate(exc, self._path) from exc
         return conn
 
     def _migrate(self) -> None:
         conn = self._writer
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self._path}: not a Kestrel event store: {exc}") from exc
+        conn.execute("BEGIN IMMEDIATE")
         try:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version > STORE_SCHEMA_VERSION:
                 raise StoreError(
-                    f"{self._path}: the event store has schema version {version}, but this "
-                    f"Kestrel reads up to version {STORE_SCHEMA_VERSION}; upgrade Kestrel"
+                    f"the event store {self._path} has schema version {version}, but this "
+                    f"Kestrel reads up to version {STORE_SCHEMA_VERSION}; upgrade Kestrel",
+                    path=str(self._path),
                 )
             if version < STORE_SCHEMA_VERSION:
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
-            for statement in _SPEND_INDEXES:
+            for statement in _EVERY_OPEN:
                 conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
 
     def append(self, session_id: str, event: Event) -> Record:
-        """Commit `event` as the session's next record, then wake subscribers and return it."""
-        with self._write_lock:
+        """Commit `event` as the session's next record, then wake subscribers and return it.
+
+        The append is one transaction: when it fails (`StoreFull`, ...) nothing of it remains.
+        """
+        with self._write_lock, guarded(self._path, session_id):
+            if session_id in self._written:
+                check_same_file(self._path, self._opened, session_id)
             conn = self._writer
             # IMMEDIATE takes the write lock up front, so two processes cannot read the same
             # last_seq and both claim the next number.
@@ -182,8 +215,10 @@ class SQLiteStore:
                 record = self._append_locked(conn, session_id, event)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite has already rolled back after some errors (a full disk): no second try.
+                _rollback(conn)
                 raise
+            self._written.add(session_id)
         self._notifier.notify(session_id)
         return record
 
@@ -191,6 +226,8 @@ class SQLiteStore:
         row = conn.execute(
             "SELECT last_seq, status FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
+        if row is None and session_id in self._written:
+            raise session_lost(self._path, session_id)
         check_append(session_id, event, exists=row is not None)
         at = self._clock()
         if isinstance(event, SessionStarted):
@@ -214,13 +251,52 @@ class SQLiteStore:
         return record
 
     def read(self, session_id: str, after_seq: int = 0) -> Sequence[Record]:
-        """Every record of the session after `after_seq`; an unknown session has none."""
-        with self._read_lock:
+        """Every record of the session after `after_seq`; an unknown session has none.
+
+        A row that cannot be decoded is quarantined, with a warning, and left out.
+        """
+        with self._read_lock, guarded(self._path):
             rows = self._reader.execute(
                 "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after_seq),
             ).fetchall()
-        return [_decode(session_id, int(seq), text) for seq, text in rows]
+        records: list[Record] = []
+        unreadable: list[tuple[str, int, str]] = []
+        for seq, text in rows:
+            try:
+                records.append(_decode(session_id, int(seq), text))
+            except DecodeError as exc:
+                unreadable.append((session_id, int(seq), str(exc)))
+        if unreadable:
+            self._set_aside(unreadable)
+        return records
+
+    def _set_aside(self, rows: Sequence[tuple[str, int, str]]) -> None:
+        """Quarantine unreadable rows and say so, once each; a store that cannot be written
+        still skips them."""
+        try:
+            with self._write_lock, guarded(self._path):
+                quarantine.set_aside(self._writer, rows, self._clock())
+        except StoreError as exc:
+            self._warn(f"warning: could not set unreadable events aside: {exc}")
+        for _, _, reason in rows:
+            self._warn(f"warning: {reason}; the event was quarantined and is skipped")
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        """Run a read that uses SQLite's JSON functions: a row that is not JSON stops those,
+        so such rows are quarantined first, and the query tried again."""
+        with guarded(self._path):
+            try:
+                with self._read_lock:
+                    return list(self._reader.execute(sql, params).fetchall())
+            except sqlite3.OperationalError:
+                with self._read_lock:
+                    bad = quarantine.invalid_json(self._reader)
+                if not bad:
+                    raise
+            self._set_aside(bad)
+            with self._read_lock:
+                return list(self._reader.execute(sql, params).fetchall())
 
     def subscribe(self, session_id: str, after_seq: int = 0) -> AsyncIterator[Record]:
         """Records after `after_seq`, then new ones: woken in-process, polled across processes."""
@@ -228,8 +304,7 @@ class SQLiteStore:
 
     def sessions(self) -> Sequence[SessionSummary]:
         """Every session, most recently created first."""
-        with self._read_lock:
-            rows = self._reader.execute(_SESSIONS_WITH_COST).fetchall()
+        rows: list[Any] = self._query(_SESSIONS_WITH_COST)
         return [
             SessionSummary(
                 session_id=row[0],
@@ -250,17 +325,13 @@ class SQLiteStore:
 
     def spent_since(self, since: float) -> Spend:
         """What every session's model calls recorded at or after `since` cost, in one query."""
-        with self._read_lock:
-            row = self._reader.execute(
-                _SPENT_SINCE,
-                (since,),
-            ).fetchone()
+        row: Any = self._query(_SPENT_SINCE, (since,))[0]
         return Spend(cost_usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
 
     def resolve(self, id_or_prefix: str) -> str:
         """The one session id equal to, or else starting with, the argument."""
         shown = 5
-        with self._read_lock:
+        with self._read_lock, guarded(self._path):
             rows = self._reader.execute(
                 "SELECT id FROM sessions WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 "
                 "ORDER BY id != ?1, id LIMIT ?2",
@@ -271,9 +342,15 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close both connections; the store cannot be used afterwards."""
-        with self._write_lock, self._read_lock:
+        with self._write_lock, self._read_lock, contextlib.suppress(sqlite3.Error):
+            # Closing checkpoints the write-ahead log; on a full disk that waits for next time.
             self._reader.close()
             self._writer.close()
+
+    def quarantined(self) -> int:
+        """How many unreadable events this store has set aside."""
+        with self._read_lock, guarded(self._path):
+            return quarantine.count(self._reader)
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -285,6 +362,17 @@ class SQLiteStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _to_stderr(message: str) -> None:
+    print(f"kestrel: {message}", file=sys.stderr)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is still open; SQLite ends some failed transactions itself."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _storable(text: str) -> str:
