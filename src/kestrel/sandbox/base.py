@@ -21,6 +21,8 @@ class ExecResult:
     duration_ms: float = 0.0
     stopped_by: str | None = None
     """The limit the command broke (a workspace quota), which stopped it if it still ran."""
+    ended_background: str = ""
+    """One line naming the background processes ended when the command ended; empty if none."""
 
 
 class Executor(Protocol):

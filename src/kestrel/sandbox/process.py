@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from kestrel.sandbox.base import ExecResult, OutputSink
+from kestrel.sandbox.leftovers import Leftover, ended_note, group_processes
 from kestrel.sandbox.output import MAX_OUTPUT_CHARS, OutputBuffer
 from kestrel.sandbox.watchdog import Guards, Watchdog, signal_group
 
@@ -55,6 +56,7 @@ class ProcessRunner:
         process group (and what `guards.kill_tree` reaches)."""
         started = time.monotonic()
         guards = guards or Guards()
+        ended: tuple[Leftover, ...] = ()
         output = OutputBuffer(self._max_output_chars)
         loop = asyncio.get_running_loop()
         proc, pipes = await _spawn(argv, cwd, env, pass_fds)
@@ -67,7 +69,7 @@ class ProcessRunner:
         try:
             await proc.wait()
             watchdog.stop()
-            await self._drain(proc, readers, guards)
+            ended = await self._drain(proc, readers, guards)
         except BaseException:
             # Cancelled (or failing): nothing of the command may outlive the call.
             watchdog.stop()
@@ -86,6 +88,7 @@ class ProcessRunner:
             timed_out=watchdog.reason == "timeout",
             duration_ms=(time.monotonic() - started) * 1000,
             stopped_by=stopped,
+            ended_background=ended_note(ended),
         )
 
     async def _drain(
@@ -93,16 +96,20 @@ class ProcessRunner:
         proc: asyncio.subprocess.Process,
         readers: list[asyncio.Task[None]],
         guards: Guards,
-    ) -> None:
+    ) -> tuple[Leftover, ...]:
+        """Read the pipes to their end; return the background processes ended to get there."""
         # A background child may hold the pipes open after the command ends: give it a moment
         # to finish writing, then kill the group and stop listening.
         _, pending = await asyncio.wait(readers, timeout=self._drain_grace_s)
+        ended: tuple[Leftover, ...] = ()
         if pending:
+            ended = await asyncio.to_thread(group_processes, proc.pid)
             await self._kill_group(proc, guards)
             await asyncio.wait(pending, timeout=self._drain_grace_s)
         for reader in readers:
             if reader.done() and not reader.cancelled():
                 reader.result()  # re-raises what went wrong while reading, if anything did
+        return ended
 
     async def _kill_group(self, proc: asyncio.subprocess.Process, guards: Guards) -> None:
         """Kill what `guards.kill_tree` reaches, SIGTERM the command's process group, then

@@ -63,6 +63,8 @@ def render_result(
         status = f"[timed out after {timeout_s:g} s; the process group was killed]"
     else:
         status = f"[exit code {result.exit_code}]"
+    if result.ended_background:
+        status += f"\n{result.ended_background}"
     body = output if output.strip() else "(no output)"
     return ToolOutcome(
         content=f"{body.rstrip(chr(10))}\n{status}",
