@@ -1,143 +1,15 @@
-"""Parsers for Python tools: pytest's terminal output, unittest, ruff and mypy."""
+"""Parsers for Python tools: unittest, ruff and mypy (pytest's is in `parsers_pytest`)."""
 
 from __future__ import annotations
 
 import re
-import textwrap
-from collections import defaultdict, deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from kestrel.workspace.verify._text import is_library_path, json_array, strip_ansi, to_int, to_str
 from kestrel.workspace.verify.failures import Failure, FailureKind, Parsed
+from kestrel.workspace.verify.parsers_pytest import parse_pytest, read_traceback
 
-_SECTION = re.compile(r"^={3,} (.+?) ={3,}$")
-_BLOCK = re.compile(r"^_{3,} (.+?) _{3,}$")
-_CAPTURED = re.compile(r"^-{3,} (Captured|Stored) .* -{3,}$")
-_FRAME = re.compile(r"^([^\s<>][^:\n]*?):(\d+): (.*)$")
-_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
-_SHORT = re.compile(r"^(FAILED|ERROR) (\S.*?)(?: - (.*))?$")
-_PYTEST_TOTALS = re.compile(
-    r"^=*\s*((?:\d+ (?:failed|passed|skipped|errors?|deselected|xfailed|xpassed|warnings?|"
-    r"rerun)(?:, )?)+ in [\d.]+s.*?|no tests ran in [\d.]+s.*?)\s*=*$"
-)
-_SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
-_REPORT_SECTIONS = frozenset({"errors", "failures", "passes", "warnings summary"})
-
-
-@dataclass(slots=True)
-class _Block:
-    title: str
-    lines: list[str] = field(default_factory=list)
-
-
-def parse_pytest(output: str) -> Parsed:
-    """Failures and errors from pytest's terminal output (any `--tb` style, `-q`, `-rA`)."""
-    blocks: list[_Block] = []
-    summary_lines: list[tuple[str, str, str]] = []
-    problems: list[Failure] = []
-    totals = ""
-    section = ""
-    for line in strip_ansi(output).splitlines():
-        if match := _PYTEST_TOTALS.match(line):
-            totals = match.group(1)
-        elif match := _SECTION.match(line):
-            section = match.group(1).strip().lower()
-        elif section in ("errors", "failures") and (match := _BLOCK.match(line)):
-            blocks.append(_Block(match.group(1).strip()))
-        elif section == "short test summary info" and (match := _SHORT.match(line)):
-            summary_lines.append((match.group(1), match.group(2), match.group(3) or ""))
-        elif line.startswith("INTERNALERROR>") or (
-            # Inside a report section the same words may be a test's own captured output.
-            line.startswith("ERROR: ") and section not in _REPORT_SECTIONS
-        ):
-            problems.append(Failure(message=line, kind="error", tool="pytest"))
-        elif section in ("errors", "failures") and blocks:
-            blocks[-1].lines.append(line)
-    failures = _match_blocks(blocks, summary_lines)
-    return Parsed(tuple(failures + _internal_errors(problems)), totals)
-
-
-def _internal_errors(problems: list[Failure]) -> list[Failure]:
-    # An internal error prints one traceback line per output line: keep them as one failure.
-    inner = [p.message for p in problems if p.message.startswith("INTERNALERROR>")]
-    rest = [p for p in problems if not p.message.startswith("INTERNALERROR>")]
-    if inner:
-        text = "\n".join(line.removeprefix("INTERNALERROR>") for line in inner[-12:])
-        rest.append(Failure(message=f"pytest internal error:\n{text}", kind="error", tool="pytest"))
-    return rest
-
-
-def _block_key(title: str) -> str:
-    for prefix in ("ERROR at setup of ", "ERROR at teardown of ", "ERROR at call of "):
-        title = title.removeprefix(prefix)
-    return title.removeprefix("ERROR collecting ")
-
-
-def _node_key(node: str) -> str:
-    if "::" not in node:
-        return node
-    return node.split("::", 1)[1].replace("::", ".")
-
-
-def _match_blocks(blocks: list[_Block], summary: list[tuple[str, str, str]]) -> list[Failure]:
-    # Blocks are titled by test name only; the short summary names the node id. Pair them in
-    # order, by key, so two files' `test_x` each get their own node id.
-    pending: defaultdict[str, deque[_Block]] = defaultdict(deque)
-    for block in blocks:
-        pending[_block_key(block.title)].append(block)
-    failures: list[Failure] = []
-    for _outcome, node, short in summary:
-        queue = pending.get(_node_key(node))
-        failures.append(_block_failure(queue.popleft() if queue else None, node, short))
-    for queue in pending.values():
-        failures.extend(_block_failure(left, _block_key(left.title)) for left in queue)
-    return failures
-
-
-def _block_failure(block: _Block | None, node: str, short: str = "") -> Failure:
-    collecting = "::" not in node and node.endswith(".py")
-    lines = block.lines if block is not None else []
-    message, file, line = read_traceback(lines)
-    message = message or short or ("collection failed" if collecting else "failed")
-    kind: FailureKind = "test"
-    if collecting:
-        syntax = any(name in message for name in _SYNTAX_ERRORS)
-        kind = "syntax" if syntax else "error"
-    if file is None and (collecting or "::" in node):
-        file = node.split("::", 1)[0]
-    if block is not None and block.title.startswith("ERROR at "):
-        message = f"{block.title.split(' of ', 1)[0].removeprefix('ERROR ')}: {message}"
-    test = None if collecting else node
-    return Failure(file=file, line=line, test=test, message=message, kind=kind, tool="pytest")
-
-
-def read_traceback(lines: Sequence[str]) -> tuple[str, str | None, int | None]:
-    """The final exception's `E` lines and the deepest project frame of one failure block."""
-    groups: list[list[str]] = []
-    frames: list[tuple[str, int]] = []
-    previous_e = False
-    for line in lines:
-        if _CAPTURED.match(line):
-            break
-        is_e = line == "E" or line.startswith("E ")
-        if is_e:
-            if not previous_e:
-                groups.append([])
-            groups[-1].append(line[1:])
-        elif (match := _FRAME.match(line)) and (number := to_int(match.group(2))) is not None:
-            frames.append((match.group(1), number))
-        previous_e = is_e
-    message = textwrap.dedent("\n".join(groups[-1])).strip() if groups else ""
-    # A syntax error names the broken file itself; the frames are only the importer's.
-    located = _FILE_LINE.search(message) if any(n in message for n in _SYNTAX_ERRORS) else None
-    if located:
-        return message, located.group(1), to_int(located.group(2))
-    chosen = next((f for f in reversed(frames) if not is_library_path(f[0])), None)
-    if chosen is None and frames:
-        chosen = frames[-1]
-    return (message, chosen[0], chosen[1]) if chosen else (message, None, None)
-
+__all__ = ["parse_mypy", "parse_pytest", "parse_ruff", "parse_unittest", "read_traceback"]
 
 _UNITTEST_HEAD = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)]*)\)(.*)$")
 _UNITTEST_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
