@@ -33,7 +33,10 @@ def related_tests(changed: Sequence[str], files: ProjectFiles) -> tuple[str, ...
         if is_python_test(path) and files.is_file(path):
             targets.add(path)
         elif name == "conftest.py":
-            targets.add(posixpath.dirname(path) or ".")
+            folder = posixpath.dirname(path)
+            # A conftest deleted with its whole folder leaves nothing there to run.
+            if not folder or any(f.startswith(f"{folder}/") for f in files.files()):
+                targets.add(folder or ".")
         else:
             modules.update(module_names(path, files))
             stem = name.rsplit(".", 1)[0]
