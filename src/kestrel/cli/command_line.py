@@ -17,6 +17,8 @@ import typer
 
 from kestrel.cli.command_words import ONE_WORD_HINT, Misread, misread, positionals, value_options
 from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE
+from kestrel.cli.store_errors import store_error_code, store_error_line
+from kestrel.protocol.errors import StoreError
 from kestrel.protocol.oserrors import os_error_text
 
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -76,6 +78,9 @@ def _system_errors_as_sentences() -> Iterator[None]:
     except OSError as exc:
         typer.echo(f"kestrel: {os_error_text(exc)}", err=True)
         raise SystemExit(EXIT_ERROR) from None
+    except StoreError as exc:  # Whichever command met it: 2 if unopenable, 1 if a session stopped.
+        typer.echo(store_error_line(exc), err=True)
+        raise SystemExit(store_error_code(exc)) from None
 
 
 def _headless(args: Sequence[str], takes_value: frozenset[str]) -> bool:

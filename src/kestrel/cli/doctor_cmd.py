@@ -31,6 +31,7 @@ from kestrel.cli.doctor_checks import (
 )
 from kestrel.cli.doctor_model import DoctorCheck
 from kestrel.cli.doctor_view import doctor_view
+from kestrel.cli.repair_cmd import repair_store, store_check
 from kestrel.cli.session_list import project_root
 from kestrel.context.index_store import default_cache_dir
 from kestrel.sandbox.probe import probe
@@ -63,9 +64,21 @@ def doctor_command(
     view: Annotated[
         bool, typer.Option("--view", help="Also list every mount a sandboxed command sees.")
     ] = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Repair a damaged event store: save what can be read into a new one and keep "
+            "the damaged file beside it; nothing else is checked.",
+        ),
+    ] = False,
 ) -> None:
     """Check settings, model credentials, the sandbox, git, ripgrep, disk and the index."""
     cwd = Path.cwd().resolve()
+    if repair:
+        _, settings = check_settings(cwd, env=os.environ, flags={}, home=Path.home())
+        data = data_dir(settings) if settings else default_data_dir(os.environ, Path.home())
+        raise typer.Exit(repair_store(data))
     checks = run_checks(cwd, env=os.environ, home=Path.home(), model=model, base_url=base_url)
     ok = passed(checks)
     if as_json:
@@ -100,7 +113,9 @@ def run_checks(
     checks += sandbox_checks(report, settings.sandbox if settings else "bwrap")
     checks += git_checks(cwd)
     checks.append(ripgrep_check())
-    checks += data_checks(data_dir(settings) if settings else default_data_dir(env, home))
+    data = data_dir(settings) if settings else default_data_dir(env, home)
+    checks += data_checks(data)
+    checks.append(store_check(data))
     root = project_root(cwd)
     roots = [root] if root == cwd else [root, cwd]
     checks.append(index_check(roots, default_cache_dir(env, home), time.time()))

@@ -47,7 +47,7 @@ def invalid_json(conn: sqlite3.Connection) -> list[tuple[str, int, str]]:
     """Every event row whose text is not JSON, as `(session_id, seq, reason)`: such a row stops
     SQLite's own JSON functions, which the session list and the day's spend use."""
     rows = conn.execute("SELECT session_id, seq FROM events WHERE NOT json_valid(json)").fetchall()
-    return [(str(sid), int(seq), "not JSON") for sid, seq in rows]
+    return [(str(sid), int(seq), f"session {sid!r}, seq {seq}: not JSON") for sid, seq in rows]
 
 
 def count(conn: sqlite3.Connection) -> int:
