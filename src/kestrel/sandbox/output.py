@@ -11,6 +11,18 @@ from collections import deque
 MAX_OUTPUT_CHARS = 8 * 1024 * 1024
 """How much of a command's output a result keeps, head and tail together."""
 
+BINARY_SNIFF_CHARS = 8192
+"""How much of a command's output is checked for NUL characters to call it binary."""
+
+
+def looks_binary(output: str) -> bool:
+    """True when `output` has a NUL character near its start.
+
+    Only that makes output binary: bytes that are not valid UTF-8 were already decoded as
+    U+FFFD replacement characters, and the text around them is worth reading.
+    """
+    return "\0" in output[:BINARY_SNIFF_CHARS]
+
 
 class OutputBuffer:
     """Keeps the first and the last `limit // 2` characters of everything added."""

@@ -15,6 +15,7 @@ from kestrel.tools.base import PlannedWrite, ToolContext, ToolFailed, ToolKind, 
 from kestrel.tools.paths import (
     count_lines,
     display_path,
+    has_nul,
     looks_binary,
     read_bytes_if_file,
     resolve_path,
@@ -65,12 +66,13 @@ class ReadFile:
             ctx.read_hashes[shown] = sha256_hex(data) or ""
         if not data:
             return ToolOutcome(content=f"{shown} is empty (0 bytes).")
-        if looks_binary(data):
+        if has_nul(data):
             raise ToolFailed(
                 f"{shown} is a binary file ({len(data):,} bytes); read_file only shows text "
                 "(use bash, e.g. `xxd` or `file`, to inspect it)"
             )
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        # Text in another encoding is still text: undecodable bytes show as U+FFFD.
+        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()

@@ -74,8 +74,13 @@ def read_bytes_if_file(path: Path) -> bytes | None:
         return None
 
 
+def has_nul(data: bytes) -> bool:
+    """True when `data` has a NUL byte near the start: binary, not text in another encoding."""
+    return b"\0" in data[:BINARY_SNIFF_BYTES]
+
+
 def looks_binary(data: bytes) -> bool:
-    """True when `data` has a NUL byte near the start or is not valid UTF-8."""
+    """True when `data` has a NUL byte near the start or is not valid UTF-8 (edits refuse it)."""
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return True
     try:

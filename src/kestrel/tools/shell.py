@@ -10,6 +10,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from kestrel.sandbox.base import ExecResult
+from kestrel.sandbox.output import looks_binary
 from kestrel.tools.base import ToolContext, ToolKind, ToolOutcome
 
 MAX_TIMEOUT_S = 600.0
@@ -55,7 +56,14 @@ def render_result(
     """What the model sees of a finished command; output past `max_chars` is saved whole."""
     output = result.output
     full_path: str | None = None
-    if len(output) > max_chars:
+    if looks_binary(output):
+        saved = save_artifact(artifacts_dir, output)
+        full_path = str(saved)
+        output = (
+            f"[binary output: {len(output):,} characters with NUL bytes near the start, saved "
+            f"whole in {saved}; look at it with a command such as `xxd` or `od -c`]"
+        )
+    elif len(output) > max_chars:
         saved = save_artifact(artifacts_dir, output)
         full_path = str(saved)
         output = cut_middle(output, max_chars, saved)
