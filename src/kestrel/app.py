@@ -52,6 +52,8 @@ from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
+from kestrel.workspace.apply_lock import finish_interrupted
+from kestrel.workspace.journal import ApplyError
 from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -66,8 +68,15 @@ def version() -> str:
 
 
 def open_store(settings: Settings) -> EventStore:
-    """The local event store in the data directory."""
-    return SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
+    """The local event store in the data directory, once every apply that a killed process left
+    half done is finished or rolled back (`kestrel.workspace.apply_lock`)."""
+    store = SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
+    try:
+        finish_interrupted(data_dir(settings), store)
+    except ApplyError as exc:
+        store.close()
+        raise ConfigError(f"an interrupted apply could not be finished or undone: {exc}") from None
+    return store
 
 
 def build_provider(

@@ -10,12 +10,18 @@ as a final checkpoint and announced as `changes_ready`; it is then applied throu
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import os
 import shutil
-from collections.abc import Awaitable, Callable
+import signal
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from kestrel.app import checkpointer_for, data_dir
+from kestrel.protocol.codec import event_to_dict
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import (
     ChangesApplied,
@@ -26,11 +32,12 @@ from kestrel.protocol.events import (
 )
 from kestrel.settings import Settings
 from kestrel.store.base import EventStore
-from kestrel.workspace.apply import recover
+from kestrel.workspace.apply import ApplyError, ApplyResult, apply_changes, recover
+from kestrel.workspace.apply_lock import Marker, remove_marker, session_lock, write_marker
 from kestrel.workspace.checkpoints import CheckpointStore
 from kestrel.workspace.handoff import (
     Pending,
-    apply_pending,
+    applied_event,
     discarded_event,
     pending_change,
     ready_event,
@@ -120,11 +127,92 @@ async def hand_off(
     emit(ready)
     if not await decide(ready):
         return Handoff(ready, None)
-    applied = await asyncio.to_thread(apply_pending, pending, view.real, view.journal)
-    emit(applied)
-    if applied.outcome == "applied":
-        _drop(view)
+    data = data_dir(settings)
+    with session_lock(data, session_id):  # held already by `kestrel apply`: taken again
+        applied = await asyncio.to_thread(_apply_marked, data, session_id, pending, view)
+        emit(applied)
+        if applied.outcome == "applied":
+            _drop(view)
+        remove_marker(data, session_id)  # logged and cleaned up: nothing left to repair
     return Handoff(ready, applied)
+
+
+TEST_HOOK = "KESTREL_TEST_APPLY_HOOK"
+"""For tests and benchmarks only: `kill:STEP` makes the apply SIGKILL its own process just before
+the journal step STEP ("journaled", "op:N", "done", ...), `hold:STEP@PATH` makes it create PATH
+there and wait while PATH exists (at most a minute)."""
+
+
+def _test_hook(step: str) -> None:
+    action, _, rest = os.environ.get(TEST_HOOK, "").partition(":")
+    if action == "kill" and rest == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+    where, _, path = rest.partition("@")
+    if action == "hold" and where == step and path:
+        Path(path).touch()
+        deadline = time.monotonic() + 60
+        while Path(path).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def _apply_marked(data: Path, session_id: str, pending: Pending, view: View) -> ChangesApplied:
+    """Apply the change, with a marker in the data directory from just before the journal
+    commits until the caller removes it, which says what to log if this process dies."""
+    journal, real = view.journal.resolve(), view.real.resolve()
+    seen, named = journal, None
+    if real != view.checkout and journal.is_relative_to(real):
+        seen = view.checkout / journal.relative_to(real)  # the path outside the namespace
+    elif real != view.checkout:
+        named = str(real)  # a journal in the layer names the checkout as the apply reached it
+    base = Marker(
+        session_id=session_id,
+        checkout=str(view.checkout),
+        journal=str(seen),
+        named=named,
+        phase="applying",
+        event={},
+    )
+    marked: list[Marker] = []
+
+    def on_commit(result: ApplyResult) -> None:
+        event = applied_event(result, pending.head)
+        marked.append(dataclasses.replace(base, event=event_to_dict(event)))
+        write_marker(data, marked[-1])
+
+    def hook(step: str) -> None:
+        _test_hook(step)
+        if step == "done" and marked:
+            write_marker(data, dataclasses.replace(marked[-1], phase="performed"))
+
+    try:
+        result = apply_changes(
+            view.real, pending.changes, view.journal, fault=hook, on_commit=on_commit
+        )
+    except ApplyError:
+        if marked:
+            remove_marker(data, session_id)  # undone: the checkout is as it was
+        raise
+    return applied_event(result, pending.head)
+
+
+@contextlib.contextmanager
+def apply_lock(settings: Settings, session_id: str) -> Iterator[bool]:
+    """Hold the session's apply lock (`kestrel apply` and `discard` take it before opening the
+    overlay); yields whether another process held it first. Raises `ApplyBusy` after a wait."""
+    with session_lock(data_dir(settings), session_id) as waited:
+        yield waited
+
+
+def already_applied(store: EventStore, session_id: str, settings: Settings) -> bool:
+    """Whether the session's last change was applied and nothing has been left since."""
+    if layer_for(data_dir(settings), session_id).exists():
+        return False
+    for event in reversed(_events(store, session_id)):
+        if isinstance(event, ChangesApplied):
+            return event.outcome == "applied"
+        if isinstance(event, CheckpointCreated) and event.baseline:
+            return False
+    return False
 
 
 def _stuck(exc: KestrelError, view: View) -> str:

@@ -48,6 +48,17 @@ EXIT_CODES = {
     "plan": EXIT_DONE,
 }
 
+HANDOFF_EXIT_CODES = {"conflicts": EXIT_ERROR, "refused": EXIT_ERROR}
+"""A finished session whose change could not be applied (nothing was written) exits 1."""
+_handed_off: dict[str, str] = {}
+
+
+def note_handoff(session_id: str, outcome: str | None) -> None:
+    """Remember what became of the session's change in this process, for its exit code."""
+    if outcome is not None:
+        _handed_off[session_id] = outcome
+
+
 FollowUp = Callable[[], Awaitable[str | None]]
 AfterRun = Callable[[SessionFinished], Awaitable[None]]
 
@@ -116,6 +127,8 @@ def print_result(
     signal stopped the run). `unverified`: why the run's change went unverified, if it did."""
     stopped = interrupts.received() is not None
     code = interrupts.exit_code() if stopped else EXIT_CODES[finished.reason]
+    if code == EXIT_DONE:
+        code = HANDOFF_EXIT_CODES.get(_handed_off.get(session_id, ""), code)
     if headless and output_format == "json":
         totals = finished.totals
         print(

@@ -117,14 +117,23 @@ def _decide(session_id: str, *, apply: bool) -> int:
         if settings.workspace != "overlay":
             settings = settings.model_copy(update={"workspace": "overlay"})
         app_workspace.prepare(settings)
-        view = app_workspace.open_workspace(settings, sid, cwd)
-        assert view is not None  # The settings ask for an overlay.
-        if not apply:
-            dropped = app_workspace.discard(store, sid, settings, view)
-            what = summary_line(dropped.changes) if dropped else "no change"
-            console.print(f"discarded ({what}); the checkout was not touched")
-            return 0
-        handoff = app_workspace.apply_now(store, sid, settings, view)
+        # One apply or discard per session at a time: a second one waits for the first, then
+        # finds its result, instead of opening an overlay the first is taking away.
+        with app_workspace.apply_lock(settings, sid):
+            if app_workspace.already_applied(store, sid, settings):
+                console.print(
+                    f"session {sid}: its change was already applied; "
+                    "no change waiting to be applied"
+                )
+                return 0
+            view = app_workspace.open_workspace(settings, sid, cwd)
+            assert view is not None  # The settings ask for an overlay.
+            if not apply:
+                dropped = app_workspace.discard(store, sid, settings, view)
+                what = summary_line(dropped.changes) if dropped else "no change"
+                console.print(f"discarded ({what}); the checkout was not touched")
+                return 0
+            handoff = app_workspace.apply_now(store, sid, settings, view)
     except (ConfigError, SessionNotFound, KestrelError) as exc:
         report_error(exc)
         return EXIT_USAGE

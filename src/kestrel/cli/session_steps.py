@@ -19,6 +19,7 @@ from kestrel.cli.drive import (
     ConsoleApprover,
     FollowUp,
     OutputFormat,
+    note_handoff,
     prompt_follow_up,
     read_line,
 )
@@ -101,6 +102,7 @@ def handoff(
         handoff = await app_workspace.hand_off(
             loop.store, loop.session_id, settings, view, emit=loop.emit, decide=decide
         )
+        note_handoff(loop.session_id, handoff.applied.outcome if handoff.applied else None)
         if handoff.ready is None:
             return
         if headless:  # Otherwise the console frontend has shown them.

@@ -13,6 +13,7 @@ import itertools
 import os
 import posixpath
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,15 +186,22 @@ def _flags(change: Change) -> list[Flag]:
 
 
 def apply_changes(
-    checkout: Path, changes: ChangeSet, journal_dir: Path, *, fault: Fault | None = None
+    checkout: Path,
+    changes: ChangeSet,
+    journal_dir: Path,
+    *,
+    fault: Fault | None = None,
+    on_commit: Callable[[ApplyResult], None] | None = None,
 ) -> ApplyResult:
     """Apply `changes` to `checkout` through a journal in `journal_dir`, all of it or none.
 
     Raises `ApplyPending` when an earlier apply awaits `recover`, and `ApplyError` when the
     checkout is not a folder, `journal_dir` lies inside it (other than in its `.git` folder, which
     no change may touch), or writing fails (undone first).
-    `fault` is for tests: it is called with each step name ("staged", "journaled", "op:N",
-    "done", "cleanup") before that step, and raising from it simulates a crash there.
+    `fault` is a hook point: it is called with each step name ("staged", "journaled", "op:N",
+    "done", "cleanup") before that step; at "done" every file is in place. Tests raise from it
+    to simulate a crash there. `on_commit` is called with the result the apply will have, once
+    it is decided and before the journal is written (nothing in the checkout changed yet).
     """
     root = checkout.resolve()
     if not root.is_dir():
@@ -219,15 +227,18 @@ def apply_changes(
             )
         # Deletions first: they may empty a folder that a later write replaces with a file.
         steps = sorted(plan.steps, key=lambda step: step.new is not None)
+        result = ApplyResult(
+            applied=True,
+            written=tuple(step.path for step in steps if step.new is not None),
+            deleted=tuple(step.path for step in steps if step.new is None),
+            merged=tuple(plan.merged),
+            flags=tuple(flags),
+        )
         if steps:
+            if on_commit is not None:
+                on_commit(result)
             commit(root, journal_dir, steps, fault)
-    return ApplyResult(
-        applied=True,
-        written=tuple(step.path for step in steps if step.new is not None),
-        deleted=tuple(step.path for step in steps if step.new is None),
-        merged=tuple(plan.merged),
-        flags=tuple(flags),
-    )
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,12 +150,14 @@ def commit(checkout: Path, journal_dir: Path, steps: list[Step], fault: Fault | 
 
 
 def recover(
-    checkout: Path, journal_dir: Path, *, fault: Fault | None = None
+    checkout: Path, journal_dir: Path, *, fault: Fault | None = None, named: str | None = None
 ) -> RecoveryResult | None:
     """Finish or undo an interrupted apply; None when no committed journal was found.
 
-    `fault` is for tests: it is called with each step name ("op:N", "undo:N", "done", "cleanup")
-    before that step, and raising from it simulates a crash there.
+    `named` is how the journal names its checkout when it reached `checkout` by another path
+    (the overlay's bind of the checkout, inside a session's namespace); by default the journal
+    must name `checkout` itself. `fault` is for tests: it is called with each step name ("op:N",
+    "undo:N", "done", "cleanup") before that step, and raising from it simulates a crash there.
     """
     if not journal_dir.is_dir():
         return None
@@ -163,12 +165,14 @@ def recover(
     result = None
     with locked(journal_dir):
         for folder in _folders(journal_dir):  # the lock allows at most one committed journal
-            result = _recover_one(root, folder, fault) or result
+            result = _recover_one(root, folder, fault, named) or result
     return result
 
 
-def _recover_one(checkout: Path, folder: Path, fault: Fault | None) -> RecoveryResult | None:
-    loaded = _load(checkout, folder)
+def _recover_one(
+    checkout: Path, folder: Path, fault: Fault | None, named: str | None
+) -> RecoveryResult | None:
+    loaded = _load(checkout, folder, named)
     if loaded is None:
         shutil.rmtree(folder)  # never committed: the checkout was not touched
         fsync_dir(folder.parent)
@@ -183,7 +187,8 @@ def _recover_one(checkout: Path, folder: Path, fault: Fault | None) -> RecoveryR
         else:
             _finish(folder, fault)
             return RecoveryResult("completed", paths, folder.name)
-    _save(checkout, folder, ops, "rolling_back")  # once undoing starts, no later run finishes it
+    # Once undoing starts, no later run finishes it; the journal keeps the name it was given.
+    _save(named or checkout, folder, ops, "rolling_back")
     _backward(checkout, folder, ops, fault)
     _finish(folder, fault)
     return RecoveryResult("rolled_back", paths, folder.name)
@@ -334,13 +339,15 @@ def _finish(folder: Path, fault: Fault | None) -> None:
     shutil.rmtree(folder)
 
 
-def _save(checkout: Path, folder: Path, ops: list[Op], state: State, *, sync: bool = True) -> None:
+def _save(
+    checkout: Path | str, folder: Path, ops: list[Op], state: State, *, sync: bool = True
+) -> None:
     """Write journal.json atomically: a crash leaves the old version or the new one. With `sync`
     off the caller flushes the folder."""
     body = {
         "version": _VERSION,
         "id": folder.name,
-        "checkout": _label(checkout, folder),
+        "checkout": checkout if isinstance(checkout, str) else _label(checkout, folder),
         "state": state,
         "ops": [asdict(op) for op in ops],
     }
@@ -353,7 +360,7 @@ def _save(checkout: Path, folder: Path, ops: list[Op], state: State, *, sync: bo
         fsync_dir(folder)
 
 
-def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
+def _load(checkout: Path, folder: Path, named: str | None) -> tuple[State, list[Op]] | None:
     """Read journal.json; None when the apply never committed. Raises on a foreign or bad one."""
     file = folder / JOURNAL
     try:
@@ -364,7 +371,7 @@ def _load(checkout: Path, folder: Path) -> tuple[State, list[Op]] | None:
         raise ApplyError(f"{file} is not a readable journal: {error}") from error
     if not isinstance(body, dict) or body.get("version") not in _READABLE:
         raise ApplyError(f"{file} is not a journal of a version this Kestrel reads {_READABLE}")
-    if body.get("checkout") != _label(checkout, folder):
+    if body.get("checkout") != (named or _label(checkout, folder)):
         raise ApplyError(f"{file} belongs to the checkout {body.get('checkout')!r}, not {checkout}")
     state = body.get("state")
     if state not in ("committed", "rolling_back"):
