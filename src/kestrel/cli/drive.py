@@ -109,7 +109,8 @@ async def drive(
             assert settled is not None
             finished = settled
         finally:
-            await frontend.caught_up(store.read(loop.session_id)[-1].seq)
+            if shown := store.read(loop.session_id):  # Empty when the log was deleted meanwhile.
+                await frontend.caught_up(shown[-1].seq)
             consumer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await consumer

@@ -21,7 +21,9 @@ def store_error_line(exc: StoreError) -> str:
 
 
 def store_error_code(exc: StoreError) -> int:
-    """2 for a store that cannot be opened or read, 1 for a session it stopped."""
-    if isinstance(exc, StoreDamaged) or exc.session_id is None:
+    """2 for a store that cannot be opened or read; 1 for a session it stopped, or no room."""
+    if isinstance(exc, StoreDamaged):
         return EXIT_USAGE
-    return EXIT_ERROR
+    if isinstance(exc, (StoreFull, SessionLogLost)) or exc.session_id is not None:
+        return EXIT_ERROR
+    return EXIT_USAGE

@@ -38,6 +38,7 @@ from kestrel.store.sqlite_faults import (
     check_same_file,
     guarded,
     identity,
+    rollback,
     session_lost,
     translate,
 )
@@ -196,7 +197,7 @@ class SQLiteStore:
                 conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
-            _rollback(conn)
+            rollback(conn)
             raise
 
     def append(self, session_id: str, event: Event) -> Record:
@@ -204,7 +205,9 @@ class SQLiteStore:
 
         The append is one transaction: when it fails (`StoreFull`, ...) nothing of it remains.
         """
-        with self._write_lock, guarded(self._path, session_id):
+        # An error names the session it stopped, unless the session never began.
+        stopped = None if isinstance(event, SessionStarted) else session_id
+        with self._write_lock, guarded(self._path, stopped):
             if session_id in self._written:
                 check_same_file(self._path, self._opened, session_id)
             conn = self._writer
@@ -216,7 +219,7 @@ class SQLiteStore:
                 conn.execute("COMMIT")
             except BaseException:
                 # SQLite has already rolled back after some errors (a full disk): no second try.
-                _rollback(conn)
+                rollback(conn)
                 raise
             self._written.add(session_id)
         self._notifier.notify(session_id)
@@ -366,13 +369,6 @@ class SQLiteStore:
 
 def _to_stderr(message: str) -> None:
     print(f"kestrel: {message}", file=sys.stderr)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    """Roll back what is still open; SQLite ends some failed transactions itself."""
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
 
 
 def _storable(text: str) -> str:

@@ -6,6 +6,7 @@ message is a sentence for a person; callers branch on the type.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import resource
@@ -157,3 +158,10 @@ def session_lost(path: Path, session_id: str) -> SessionLogLost:
         path=str(path),
         session_id=session_id,
     )
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is still open; SQLite ends some failed transactions (a full disk) itself."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
