@@ -33,7 +33,13 @@ from kestrel.protocol.events import (
 from kestrel.settings import Settings
 from kestrel.store.base import EventStore
 from kestrel.workspace.apply import ApplyError, ApplyResult, apply_changes, recover
-from kestrel.workspace.apply_lock import Marker, remove_marker, session_lock, write_marker
+from kestrel.workspace.apply_lock import (
+    ApplyBusy,
+    Marker,
+    remove_marker,
+    session_lock,
+    write_marker,
+)
 from kestrel.workspace.checkpoints import CheckpointStore
 from kestrel.workspace.handoff import (
     Pending,
@@ -128,12 +134,16 @@ async def hand_off(
     if not await decide(ready):
         return Handoff(ready, None)
     data = data_dir(settings)
-    with session_lock(data, session_id):  # held already by `kestrel apply`: taken again
-        applied = await asyncio.to_thread(_apply_marked, data, session_id, pending, view)
-        emit(applied)
-        if applied.outcome == "applied":
-            _drop(view)
-        remove_marker(data, session_id)  # logged and cleaned up: nothing left to repair
+    try:
+        with session_lock(data, session_id):  # held already by `kestrel apply`: taken again
+            applied = await asyncio.to_thread(_apply_marked, data, session_id, pending, view)
+            emit(applied)
+            if applied.outcome == "applied":
+                _drop(view)
+            remove_marker(data, session_id)  # logged and cleaned up: nothing left to repair
+    except ApplyBusy as exc:  # `kestrel apply` of this session from elsewhere, right now
+        emit(ErrorOccurred(error_kind=type(exc).__name__, message=str(exc)))
+        return Handoff(ready, None)
     return Handoff(ready, applied)
 
 
