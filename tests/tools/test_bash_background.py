@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from kestrel.sandbox.leftovers import Leftover, ended_note, group_processes
+from kestrel.sandbox.bwrap import BwrapExecutor
+from kestrel.sandbox.leftovers import Leftover, ended_note, group_processes, parse_listing
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="reads process state through /proc"
@@ -51,6 +53,30 @@ async def test_the_result_names_each_background_process_it_ended(ws):
     assert await gone(int(first)) and await gone(int(second))
 
 
+def sandboxed(ws) -> None:
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI"):
+            pytest.fail("bubblewrap is not installed, and CI must run the sandbox tests")
+        pytest.skip("bubblewrap is not installed")
+    ws.executor = BwrapExecutor(ws.root, kill_grace_s=0.5, drain_grace_s=0.3)
+
+
+async def test_a_sandboxed_command_is_told_too_with_its_exit_code_kept(ws):
+    sandboxed(ws)
+    outcome = await ws.call("bash", command="sleep 300 & echo $!; sleep 0.2; exit 3")
+    pid, status, note = outcome.content.splitlines()
+    assert status == "[exit code 3]" and outcome.exit_code == 3
+    assert note.startswith(
+        f"[kestrel: ended 1 background process the command left running: {pid} `sleep 300`; "
+    )
+
+
+async def test_a_sandboxed_command_that_leaves_nothing_running_gets_no_note(ws):
+    sandboxed(ws)
+    content = await ws.ok("bash", command="sleep 0.01 & wait; echo done")
+    assert content == "done\n[exit code 0]"
+
+
 async def test_a_command_that_leaves_nothing_running_gets_no_note(ws):
     content = await ws.ok("bash", command="sleep 0.01 & wait; echo done")
     assert content == "done\n[exit code 0]"
@@ -86,3 +112,11 @@ def test_the_note_counts_past_five_and_shortens_long_command_lines() -> None:
     assert "ended 1 background process the" in one
     assert re.search(r"9 `python -m http\.server x+…`", one)
     assert ended_note(()) == ""
+
+
+def test_the_sandbox_listing_is_parsed_and_junk_skipped() -> None:
+    listing = "12\tsleep 300\nnot a line\n3\tpython3 -m http.server\nx\ty\n"
+    assert parse_listing(listing) == (
+        Leftover(3, "python3 -m http.server"),
+        Leftover(12, "sleep 300"),
+    )

@@ -22,6 +22,7 @@ from typing import Literal
 from kestrel.sandbox.base import ExecResult, OutputSink
 from kestrel.sandbox.gitrestore import GitFiles
 from kestrel.sandbox.guard import CommandGuard
+from kestrel.sandbox.leftovers import LeftoverPipe, ended_note, listing_script
 from kestrel.sandbox.limits import (
     CgroupSupport,
     CommandCgroup,
@@ -130,11 +131,18 @@ class BwrapExecutor:
         guard = CommandGuard(cgroup, self._quota())
         git_files = await GitFiles.record(self.workspace)
         read_fd, write_fd = os.pipe()
+        leftovers = LeftoverPipe()
         mark = len(self.proxy.denied) if self.proxy else 0
         try:
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(filter_bytes())
-            argv = self.argv(command, cwd=inside, seccomp_fd=read_fd, memory_capped=capped_memory)
+            argv = self.argv(
+                command,
+                cwd=inside,
+                seccomp_fd=read_fd,
+                memory_capped=capped_memory,
+                leftovers_fd=leftovers.fd,
+            )
             argv[1:1] = guard.bwrap_args()
             await guard.start()
             result = await self._runner.run(
@@ -143,9 +151,11 @@ class BwrapExecutor:
                 env=self.environment(env),
                 timeout_s=timeout_s,
                 on_output=on_output,
-                pass_fds=(read_fd, *guard.pass_fds),
+                pass_fds=(read_fd, leftovers.fd, *guard.pass_fds),
                 guards=guard.guards(),
             )
+            if not (result.timed_out or result.ended_background):
+                result = replace(result, ended_background=ended_note(leftovers.read()))
             result = await guard.report(result, on_output)
             result = await git_files.check(result, on_output)
             if self.proxy is not None and (refused := self.proxy.denied_since(mark)):
@@ -160,6 +170,7 @@ class BwrapExecutor:
             return result
         finally:
             os.close(read_fd)
+            leftovers.close()
             git_files.settle()
             await guard.close()
 
@@ -170,8 +181,17 @@ class BwrapExecutor:
             self.config.env_allowlist, {"TMPDIR": PRIVATE_TMP, **extra, **(overrides or {})}
         )
 
-    def argv(self, command: str, *, cwd: Path, seccomp_fd: int, memory_capped: bool) -> list[str]:
-        """The bubblewrap command line that runs `command` in `cwd` (inside the workspace)."""
+    def argv(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        seccomp_fd: int,
+        memory_capped: bool,
+        leftovers_fd: int | None = None,
+    ) -> list[str]:
+        """The bubblewrap command line that runs `command` in `cwd` (inside the workspace);
+        with `leftovers_fd`, the processes it leaves running are listed there at its end."""
         bwrap = self.config.bwrap_path or shutil.which("bwrap")
         if bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
@@ -184,8 +204,10 @@ class BwrapExecutor:
         if self.proxy is not None:
             args += ["--bind", str(self.proxy.socket_dir), PROXY_DIR]
             args += _python_args(self.workspace)
-            script = script.replace('exec bash -c "$1"', _RELAY_START + 'exec bash -c "$1"')
+            script = script.replace(_EXEC, _RELAY_START + _EXEC)
             relay = [_python(), RELAY_SCRIPT, f"{PROXY_DIR}/{SOCKET_NAME}"]
+        if leftovers_fd is not None:
+            script = script.replace(_EXEC, listing_script(leftovers_fd))
         # The root is an empty tmpfs of bubblewrap's: read-only once every mount point exists.
         args += ["--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
         clear_mount_points(self.config.state, args)
@@ -234,6 +256,9 @@ def mount_args(
     mounts = build_view(workspace, [*map(Path, SYSTEM_SECRETS), *masked], view, state)
     return [arg for mount in mounts for arg in mount.args()]
 
+
+_EXEC = 'exec bash -c "$1"'
+"""How the sandbox's script hands over to the command."""
 
 _RELAY_START = (
     f'r=$("$2" -I -S -c "$3" "$4" {RELAY_PORT} 2>/dev/null &); '
