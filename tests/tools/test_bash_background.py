@@ -91,7 +91,7 @@ async def test_the_processes_of_a_group_are_read_from_proc(tmp_path):
     try:
         for _ in range(250):
             found = group_processes(proc.pid)
-            if len(found) == 2:
+            if [p.command for p in found] == ["bash -c sleep 300 & wait", "sleep 300"]:
                 break
             await asyncio.sleep(0.02)
         assert [p.command for p in found] == ["bash -c sleep 300 & wait", "sleep 300"]
@@ -99,6 +99,10 @@ async def test_the_processes_of_a_group_are_read_from_proc(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
+    for _ in range(250):
+        if not group_processes(proc.pid):
+            break
+        await asyncio.sleep(0.02)
     assert group_processes(proc.pid) == ()
 
 
