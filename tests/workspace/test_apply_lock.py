@@ -23,6 +23,7 @@ from kestrel.workspace.apply_lock import (
     write_marker,
 )
 from kestrel.workspace.changes import Change, ChangeSet
+from kestrel.workspace.journal import ApplyError
 from kestrel.workspace.overlay import layer_for
 
 SID = "s1"
@@ -179,3 +180,22 @@ def test_a_live_apply_is_left_alone(tmp_path: Path) -> None:
         holder.stdin.flush()
         holder.wait(timeout=30)
     assert [r.action for r in finish_interrupted(data, _store())] == ["completed"]
+
+
+def test_a_marker_whose_checkout_is_gone_is_dropped(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    marker = _crashed_apply(tmp_path, "op:1")[2]
+    write_marker(data, dataclasses.replace(marker, checkout=str(tmp_path / "removed")))
+    assert finish_interrupted(data, _store()) == []
+    assert not (data / "applies" / f"{SID}.json").exists()
+
+
+def test_a_journal_that_cannot_be_replayed_is_one_clear_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _, journal, marker = _crashed_apply(tmp_path, "op:1")
+    (next(journal.glob("*/journal.json"))).write_text("{not json")
+    write_marker(data, marker)
+    with pytest.raises(ApplyError, match=r"cut short and its journal cannot be replayed") as error:
+        finish_interrupted(data, _store())
+    assert "Errno" not in str(error.value) and "PosixPath" not in str(error.value)
+    assert (data / "applies" / f"{SID}.json").exists()  # tried again by the next command

@@ -195,7 +195,16 @@ def _repair(data_dir: Path, session_id: str, log: SessionLog) -> Repaired | None
     marker = _read_marker(data_dir, session_id)
     if marker is None:
         return None  # finished between the listing and the lock
-    result = recover(Path(marker.checkout), Path(marker.journal), named=marker.named)
+    if not Path(marker.checkout).is_dir():
+        remove_marker(data_dir, session_id)  # the checkout is gone: nothing left to repair
+        return None
+    try:
+        result = recover(Path(marker.checkout), Path(marker.journal), named=marker.named)
+    except ApplyError as error:
+        raise ApplyError(
+            f"session {session_id}'s apply to {marker.checkout} was cut short and its journal "
+            f"cannot be replayed ({error})"
+        ) from None
     finished = (result is not None and result.action == "completed") or (
         result is None and marker.phase == "performed"
     )
