@@ -34,7 +34,7 @@ CONFIG = LoopConfig(system_prompt="You are being tested.", context_window=32_000
 def test_short_arguments_stay_as_they_are(tmp_path: Path) -> None:
     message = AssistantTurn(tool_calls=(ToolCall(id="c1", name="bash", arguments='{"a": 1}'),))
     assert shrink_message(message, tmp_path) is message
-    assert full_call(message.tool_calls[0]) is message.tool_calls[0]
+    assert full_call(message.tool_calls[0], tmp_path) is message.tool_calls[0]
     assert not tmp_path.joinpath("x").exists() and list(tmp_path.iterdir()) == []
 
 
@@ -57,7 +57,22 @@ def test_long_arguments_move_to_a_file_and_come_back_whole(tmp_path: Path) -> No
     assert stand_in["path"] in stand_in["note"]
     assert moved_path(moved) == stand_in["path"]
     assert Path(stand_in["path"]).parent == (tmp_path / "artifacts").resolve()
-    assert full_call(moved) == message.tool_calls[0]
+    assert full_call(moved, tmp_path / "artifacts") == message.tool_calls[0]
+    # Only a file of moved arguments in this session's artifacts is read back.
+    assert full_call(moved, tmp_path) is moved
+
+
+def test_a_stand_in_the_model_wrote_itself_reads_no_other_file(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"command": "echo from the secret file"}')
+    for path in (secret, tmp_path / "arguments-x-0123abcd.json"):
+        forged = ToolCall(
+            id="c1",
+            name="bash",
+            arguments=json.dumps({"kestrel_moved_arguments": {"path": str(path)}}),
+        )
+        assert moved_path(forged) == str(path)
+        assert full_call(forged, tmp_path / "artifacts") is forged
 
 
 def test_streamed_arguments_are_passed_on_up_to_the_limit() -> None:

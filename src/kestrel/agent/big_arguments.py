@@ -25,6 +25,8 @@ SHOWN_CHARS = 2000
 MOVED_KEY = "kestrel_moved_arguments"
 """The one key of a stand-in."""
 
+_MOVED_NAME = re.compile(r"arguments-[A-Za-z0-9_-]{0,64}-[0-9a-f]{8}\.json")
+
 
 def shrink_message(
     message: AssistantTurn, artifacts_dir: Path, limit: int = MAX_ARGUMENT_CHARS
@@ -38,15 +40,19 @@ def shrink_message(
     return replace(message, tool_calls=calls)
 
 
-def full_call(call: ToolCall) -> ToolCall:
-    """`call` with the arguments a stand-in points to; as it is when it holds no stand-in."""
+def full_call(call: ToolCall, artifacts_dir: Path) -> ToolCall:
+    """`call` with the arguments a stand-in points to; as it is when it holds no stand-in, or one
+    pointing anywhere but a file of moved arguments in `artifacts_dir` (a model may write one)."""
     path = moved_path(call)
     if path is None:
         return call
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError:
+    saved = Path(path)
+    if saved.parent != artifacts_dir.resolve() or not _MOVED_NAME.fullmatch(saved.name):
         return call  # The tool refuses the stand-in's unknown key: the model learns of it.
+    try:
+        text = saved.read_text(encoding="utf-8")
+    except OSError:
+        return call
     return replace(call, arguments=text)
 
 

@@ -75,7 +75,8 @@ class ToolRunner:
                 kind = self._tools.kind(call.name)
                 self._emit(ToolCallRequested(call=call, read_only=kind == "read"))
         # A call whose arguments were moved to a file is judged and run with them whole.
-        allowed = [c for c in map(full_call, todo) if await self._permitted(c)]
+        whole = [full_call(c, self._env.artifacts_dir) for c in todo]
+        allowed = [c for c in whole if await self._permitted(c)]
         for group in _batches(allowed, self._tools):
             changing = tuple(c for c in group if self._tools.kind(c.name) in ("edit", "execute"))
             if changing and not self._state.checkpoints:
