@@ -10,7 +10,6 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 
 from kestrel.agent.agent_defs import definition_dirs, load_definitions
@@ -24,6 +23,8 @@ from kestrel.app_sandbox import check_sandbox as check_sandbox
 from kestrel.app_sandbox import data_dir as data_dir
 from kestrel.app_sandbox import executor_for as executor_for
 from kestrel.app_sandbox import masked_data as masked_data
+from kestrel.app_store import open_store as open_store
+from kestrel.app_store import version as version
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
@@ -42,9 +43,7 @@ from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor
 from kestrel.sandbox.probe import probe
 from kestrel.settings import API_KEY_ENV, Settings
-from kestrel.store import STORE_FILE_NAME
 from kestrel.store.base import EventStore
-from kestrel.store.sqlite import SQLiteStore
 from kestrel.tools.code import CodeIndex
 from kestrel.tools.plan import ProposePlan
 from kestrel.tools.registry import ToolRegistry, code_tools, default_tools
@@ -52,31 +51,9 @@ from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
-from kestrel.workspace.apply_lock import finish_interrupted
-from kestrel.workspace.journal import ApplyError
 from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
-
-
-def version() -> str:
-    """Kestrel's installed version."""
-    try:
-        return metadata.version("kestrel")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
-def open_store(settings: Settings) -> EventStore:
-    """The local event store in the data directory, once every apply that a killed process left
-    half done is finished or rolled back (`kestrel.workspace.apply_lock`)."""
-    store = SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
-    try:
-        finish_interrupted(data_dir(settings), store)
-    except ApplyError as exc:
-        store.close()
-        raise ConfigError(f"an interrupted apply could not be finished or undone: {exc}") from None
-    return store
 
 
 def build_provider(

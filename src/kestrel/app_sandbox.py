@@ -4,9 +4,9 @@ it hides from them: what `kestrel.app` and the frontends ask before and while a 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
+from kestrel.app_store import data_dir as data_dir
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import PermissionMode
 from kestrel.sandbox.base import Executor
@@ -15,15 +15,9 @@ from kestrel.sandbox.local import LocalExecutor
 from kestrel.sandbox.probe import probe
 from kestrel.sandbox.usability import SandboxState
 from kestrel.settings import Settings
-from kestrel.store import default_data_dir
 from kestrel.workspace.overlay import layer_for
 
 __all__ = ["BYPASS_NEEDS_SANDBOX", "check_sandbox", "data_dir", "executor_for", "masked_data"]
-
-
-def data_dir(settings: Settings) -> Path:
-    """Where sessions and their artifacts live."""
-    return settings.data_dir or default_data_dir(os.environ)
 
 
 def executor_for(settings: Settings, root: Path, session_id: str | None = None) -> Executor:

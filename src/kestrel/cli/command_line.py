@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -26,11 +26,14 @@ CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 HELP = "help"
 
+Commands = Callable[..., None]
+"""Runs a subcommand's words (`app(args, prog_name=...)`); it may import the command first."""
+
 
 def show_version(value: bool) -> None:
     """`--version`: print `kestrel X.Y.Z` and exit."""
     if value:
-        from kestrel.app import version
+        from kestrel.app_store import version
 
         typer.echo(f"kestrel {version()}")
         raise typer.Exit()
@@ -44,7 +47,7 @@ def positive(value: float | None) -> float | None:
 
 
 def dispatch(
-    args: list[str], *, run_app: typer.Typer, commands_app: typer.Typer, commands: Sequence[str]
+    args: list[str], *, run_app: typer.Typer, commands_app: Commands, commands: Sequence[str]
 ) -> None:
     """Run the command `args` name, the help asked for, or the task they give."""
     if args and args[0] == HELP:
@@ -118,7 +121,7 @@ def _check_one_task(args: Sequence[str], takes_value: frozenset[str]) -> None:
 
 
 def _help(
-    topic: list[str], *, run_app: typer.Typer, commands_app: typer.Typer, commands: Sequence[str]
+    topic: list[str], *, run_app: typer.Typer, commands_app: Commands, commands: Sequence[str]
 ) -> NoReturn:
     """`kestrel help [COMMAND ...]`: the help of Kestrel, or of a command."""
     if not topic or topic[0] in commands:  # Each app prints its help and exits.

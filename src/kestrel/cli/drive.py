@@ -9,14 +9,11 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
 from rich.markup import escape
 
-from kestrel.agent.loop import AgentLoop
-from kestrel.agent.ports import Approval
-from kestrel.agent.state import replay
 from kestrel.cli import interrupts
 from kestrel.cli.render import (
     ConsoleFrontend,
@@ -27,6 +24,10 @@ from kestrel.cli.render import (
 from kestrel.protocol.events import SessionFinished, ToolKind
 from kestrel.protocol.messages import ToolCall
 from kestrel.store.base import EventStore
+
+if TYPE_CHECKING:  # The agent loop imports every tool; the commands that run one import it.
+    from kestrel.agent.loop import AgentLoop
+    from kestrel.agent.ports import Approval
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -105,6 +106,8 @@ async def drive(
                 raise  # Not a signal: whoever cancelled the task is waiting for it to end.
             main.uncancel()
             interrupts.settle(store, loop.session_id)  # Stopped between the loop's own runs.
+            from kestrel.agent.state import replay
+
             settled = loop.state.finished or replay(store.read(loop.session_id)).finished
             assert settled is not None
             finished = settled
@@ -183,6 +186,8 @@ class ConsoleApprover:
         self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
     ) -> Approval:
         """Show the call and ask: yes, no, or always for this tool (when `repeatable`)."""
+        from kestrel.agent.ports import Approval
+
         if repeatable and call.name in self.always:
             return Approval(
                 allow=True, decided_by="user", reason=f"{call.name} allowed for this run"

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
-from kestrel.cli import sessions
 from kestrel.cli.command_line import CONTEXT, dispatch, positive, show_version
-from kestrel.cli.doctor_cmd import doctor_command
 from kestrel.cli.drive import OutputFormat
-from kestrel.cli.eval_cmd import app as eval_app
 from kestrel.cli.idle_flags import StrictCommand
-from kestrel.cli.index_cmd import index_command, map_command, search_command
-from kestrel.cli.plan_cmd import app as plan_app
-from kestrel.cli.review_cmd import apply_command, diff_command, discard_command
-from kestrel.cli.sandbox_cmd import sandbox_app
-from kestrel.cli.session_runner import RunRequest, run_request
-from kestrel.cli.trust_cmd import trust_command
 from kestrel.protocol.events import PermissionMode
 
 SUBCOMMANDS = (
@@ -153,18 +145,43 @@ run_app = typer.Typer(add_completion=False, rich_markup_mode=None, context_setti
 commands_app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT
 )
-commands_app.add_typer(sessions.app, name="sessions")
-commands_app.add_typer(sandbox_app, name="sandbox")
-commands_app.add_typer(eval_app, name="eval")
-commands_app.add_typer(plan_app, name="plan")
-commands_app.command("doctor")(doctor_command)
-commands_app.command("index")(index_command)
-commands_app.command("search")(search_command)
-commands_app.command("map")(map_command)
-commands_app.command("diff")(diff_command)
-commands_app.command("apply")(apply_command)
-commands_app.command("discard")(discard_command)
-commands_app.command("trust")(trust_command)
+# Commands from other modules, added to `commands_app` only when one runs: `kestrel --help` and
+# `kestrel sessions list` must not import the model SDKs, the code index or the agent loop.
+_ELSEWHERE: dict[str, tuple[str, str]] = {
+    "sessions": ("kestrel.cli.sessions", "app"),
+    "sandbox": ("kestrel.cli.sandbox_cmd", "sandbox_app"),
+    "eval": ("kestrel.cli.eval_cmd", "app"),
+    "plan": ("kestrel.cli.plan_cmd", "app"),
+    "doctor": ("kestrel.cli.doctor_cmd", "doctor_command"),
+    "index": ("kestrel.cli.index_cmd", "index_command"),
+    "search": ("kestrel.cli.index_cmd", "search_command"),
+    "map": ("kestrel.cli.index_cmd", "map_command"),
+    "diff": ("kestrel.cli.review_cmd", "diff_command"),
+    "apply": ("kestrel.cli.review_cmd", "apply_command"),
+    "discard": ("kestrel.cli.review_cmd", "discard_command"),
+    "trust": ("kestrel.cli.trust_cmd", "trust_command"),
+}
+_added: set[str] = set()
+
+
+def _add_commands(names: list[str]) -> None:
+    """Import and add the commands `names` from other modules (each once)."""
+    for name in names:
+        if name in _added or name not in _ELSEWHERE:
+            continue
+        module, attribute = _ELSEWHERE[name]
+        found = getattr(importlib.import_module(module), attribute)
+        if isinstance(found, typer.Typer):
+            commands_app.add_typer(found, name=name)
+        else:
+            commands_app.command(name)(found)
+        _added.add(name)
+
+
+def _commands(args: list[str], **options: Any) -> None:
+    """`commands_app`, with the command `args` name added first (every one if it names none)."""
+    _add_commands(args[:1] if args[:1] and args[0] in _ELSEWHERE else list(_ELSEWHERE))
+    commands_app(args, **options)
 
 
 @run_app.command(epilog=_EPILOG, cls=StrictCommand)
@@ -215,6 +232,8 @@ def run(
     version: Version = False,
 ) -> None:
     """Kestrel: give it a task; it finds the code, edits it, runs the tests, and shows the diff."""
+    from kestrel.cli.session_runner import RunRequest, run_request
+
     request = RunRequest(
         task=task,
         headless=print_mode,
@@ -259,6 +278,9 @@ def resume(
     deny: Deny = None,
 ) -> None:
     """Continue a session from its log, after a crash, a cancel, a limit, or to follow up."""
+    from kestrel.cli import sessions
+    from kestrel.cli.session_runner import RunRequest, run_request
+
     if session_id is None:
         session_id = sessions.choose_session(headless=print_mode)
     request = RunRequest(
@@ -293,6 +315,8 @@ def rewind(
     deny: Deny = None,
 ) -> None:
     """Restore the files of a checkpoint and continue the conversation from that point."""
+    from kestrel.cli.session_runner import RunRequest, run_request
+
     request = RunRequest(
         task=message,
         headless=print_mode,
@@ -333,4 +357,4 @@ def demo(
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `kestrel` console script."""
     args = sys.argv[1:] if argv is None else argv
-    dispatch(args, run_app=run_app, commands_app=commands_app, commands=SUBCOMMANDS)
+    dispatch(args, run_app=run_app, commands_app=_commands, commands=SUBCOMMANDS)

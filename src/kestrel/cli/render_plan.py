@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kestrel.protocol.events import PlanDecided, PlanProposed, TodoItem, TodoUpdated
-from kestrel.tools.plan import plan_text
 
 MARKS = {"pending": "[ ]", "in_progress": "[>]", "done": "[x]"}
 
@@ -25,6 +24,8 @@ def _items(items: Sequence[TodoItem]) -> list[str]:
 def plan_lines(event: PlanProposed | PlanDecided) -> list[str]:
     """A proposed plan in full, or what the person decided about one."""
     if isinstance(event, PlanProposed):
+        from kestrel.tools.plan import plan_text  # The tools package is heavy to import.
+
         body = plan_text(event.summary, event.steps).splitlines()
         return [f"plan {event.plan_id} proposed:", *(f"  {line}" for line in body)]
     if event.decision == "rejected":

@@ -13,13 +13,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kestrel import app as composition
+from kestrel.app_store import data_dir, open_store
 from kestrel.cli.drive import EXIT_CANCELLED, EXIT_USAGE, report_error
-from kestrel.cli.render import ConsoleFrontend
 from kestrel.cli.session_list import as_json as session_json
 from kestrel.cli.session_list import project_root, render_table, select
 from kestrel.cli.usage_text import spend_text
-from kestrel.evals.html_trajectory import render_trajectory
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import (
@@ -50,9 +48,9 @@ app = typer.Typer(
 def _store() -> EventStore:
     """The event store the settings here name; every failure to open it is a `ConfigError`."""
     settings = load_settings(Path.cwd(), env=os.environ, flags={}, home=Path.home())
-    where = composition.data_dir(settings)
+    where = data_dir(settings)
     try:
-        return composition.open_store(settings)
+        return open_store(settings)
     except StoreError as exc:
         raise ConfigError(str(exc)) from None
     except OSError as exc:
@@ -198,6 +196,8 @@ def show(
     if html:
         print(_write_html(records, output))
         return
+    from kestrel.cli.render import ConsoleFrontend
+
     console = Console(highlight=False)
     view = ConsoleFrontend(console)
     for record in records:
@@ -233,11 +233,13 @@ def _write_html(records: list[Record], output: Path | None) -> Path:
     session_id = records[0].session_id
     if output is None:
         settings = load_settings(Path.cwd(), env=os.environ, flags={}, home=Path.home())
-        output = composition.data_dir(settings) / "artifacts" / session_id / "trajectory.html"
+        output = data_dir(settings) / "artifacts" / session_id / "trajectory.html"
     elif output.is_dir():
         output = output / f"{session_id}.html"
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
+        from kestrel.evals.html_trajectory import render_trajectory
+
         output.write_text(render_trajectory(records), encoding="utf-8")
     except OSError as exc:
         raise _fail(ConfigError(f"{output}: cannot write the page: {exc.strerror or exc}")) from exc

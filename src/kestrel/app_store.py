@@ -1,0 +1,46 @@
+"""The parts of the composition root that light commands need (`kestrel --version`,
+`kestrel sessions list`), kept apart from `app` so that they do not import the agent, the
+tools, the sandbox and the model clients."""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kestrel.store import STORE_FILE_NAME, default_data_dir
+
+if TYPE_CHECKING:
+    from kestrel.settings import Settings
+    from kestrel.store.base import EventStore
+
+
+def version() -> str:
+    """Kestrel's installed version."""
+    try:
+        return metadata.version("kestrel")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def data_dir(settings: Settings) -> Path:
+    """Where sessions and their artifacts live."""
+    return settings.data_dir or default_data_dir(os.environ)
+
+
+def open_store(settings: Settings) -> EventStore:
+    """The local event store in the data directory, once every apply that a killed process left
+    half done is finished or rolled back (`kestrel.workspace.apply_lock`)."""
+    from kestrel.protocol.errors import ConfigError
+    from kestrel.store.sqlite import SQLiteStore
+    from kestrel.workspace.apply_lock import finish_interrupted
+    from kestrel.workspace.journal import ApplyError
+
+    store = SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
+    try:
+        finish_interrupted(data_dir(settings), store)
+    except ApplyError as exc:
+        store.close()
+        raise ConfigError(f"an interrupted apply could not be finished or undone: {exc}") from None
+    return store
