@@ -52,9 +52,7 @@ def _imported(args: list[str], tmp_path: Path) -> tuple[str, set[str]]:
         (["help", "sessions"], "list"),
     ],
 )
-def test_light_commands_import_no_heavy_module(
-    args: list[str], shows: str, tmp_path: Path
-) -> None:
+def test_light_commands_import_no_heavy_module(args: list[str], shows: str, tmp_path: Path) -> None:
     output, modules = _imported(args, tmp_path)
 
     assert shows in output
