@@ -105,7 +105,7 @@ def test_a_bad_row_is_quarantined_with_a_warning_naming_session_and_seq(
         _tamper(path, 2, text)
         assert [r.seq for r in store.read("s1")] == [1]
         assert len(warnings) == 1
-        assert warnings[0].startswith("warning: session 's1', seq 2: ")
+        assert warnings[0].startswith("warning: session 's1', seq 2 cannot be read (")
         assert detail in warnings[0]
         assert store.quarantined() == 1
         assert [r.seq for r in store.read("s1")] == [1]

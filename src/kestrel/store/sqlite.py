@@ -264,26 +264,30 @@ class SQLiteStore:
                 (session_id, after_seq),
             ).fetchall()
         records: list[Record] = []
-        unreadable: list[tuple[str, int, str]] = []
+        unreadable: list[tuple[str, int, str, str]] = []
         for seq, text in rows:
             try:
                 records.append(_decode(session_id, int(seq), text))
             except DecodeError as exc:
-                unreadable.append((session_id, int(seq), str(exc)))
+                reason = str(exc).removeprefix(f"session {session_id!r}, seq {seq}: ")
+                unreadable.append((session_id, int(seq), reason, quarantine.brief(text, reason)))
         if unreadable:
             self._set_aside(unreadable)
         return records
 
-    def _set_aside(self, rows: Sequence[tuple[str, int, str]]) -> None:
-        """Quarantine unreadable rows and say so, once each; a store that cannot be written
-        still skips them."""
+    def _set_aside(self, rows: Sequence[tuple[str, int, str, str]]) -> None:
+        """Quarantine unreadable `(session, seq, reason, brief)` rows and say so, once each; a
+        store that cannot be written still skips them."""
         try:
             with self._write_lock, guarded(self._path):
-                quarantine.set_aside(self._writer, rows, self._clock())
+                quarantine.set_aside(self._writer, [r[:3] for r in rows], self._clock())
         except StoreError as exc:
             self._warn(f"warning: could not set unreadable events aside: {exc}")
-        for _, _, reason in rows:
-            self._warn(f"warning: {reason}; the event was quarantined and is skipped")
+        for session_id, seq, _, why in rows:
+            self._warn(
+                f"warning: session {session_id!r}, seq {seq} cannot be read ({why}); "
+                "it was quarantined and is skipped"
+            )
 
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         """Run a read that uses SQLite's JSON functions: a row that is not JSON stops those,
@@ -297,7 +301,7 @@ class SQLiteStore:
                     bad = quarantine.invalid_json(self._reader)
                 if not bad:
                     raise
-            self._set_aside(bad)
+            self._set_aside([(*row, row[2]) for row in bad])
             with self._read_lock:
                 return list(self._reader.execute(sql, params).fetchall())
 
