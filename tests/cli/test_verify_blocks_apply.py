@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 from cli_kit import BUGGY, Env, lines_of
+from no_usage_server import NoUsageServer, Turn
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="checks run on their own only inside the sandbox"
@@ -66,3 +67,27 @@ def test_a_fixed_change_is_applied(env: Env) -> None:
     assert [v["ok"] for v in events if v["type"] == "verification_finished"] == [False, True]
     assert events[-1]["type"] == "changes_applied" and events[-1]["outcome"] == "applied"
     assert "return a + b" in (env.project / "calc.py").read_text()
+
+
+def test_an_empty_reply_from_a_real_server_after_a_failed_check_applies_nothing(env: Env) -> None:
+    # Over the OpenAI wire an empty reply is an error that ends the session: nothing is applied.
+    edit = {
+        "tool": "edit_file",
+        "arguments": {"path": "calc.py", "old_str": "return a - b", "new_str": "return a * b"},
+    }
+    replies: list[Turn] = [edit, {"text": "Done."}]
+    with NoUsageServer(lambda n: replies[n] if n < len(replies) else {"text": ""}) as server:
+        env.vars["KESTREL_BASE_URL"] = server.url
+        done = env.run(
+            *("-p", "fix the tests", "--model", "openai:my-local-model"),
+            *("--permission-mode", "accept-edits", "--output-format", "stream-json"),
+        )
+
+    events = _events(done.stdout)
+    [verification] = [e for e in events if e["type"] == "verification_finished"]
+    assert verification["blocking"] and not verification["ok"]
+    [finished] = [e for e in events if e["type"] == "session_finished"]
+    assert finished["reason"] == "error" and "EmptyReply" in str(finished["detail"]), finished
+    assert done.returncode != 0
+    assert not any(e["type"] == "changes_applied" and e["outcome"] == "applied" for e in events)
+    assert (env.project / "calc.py").read_text() == BUGGY
