@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 KESTREL = [sys.executable, "-m", "kestrel"]
@@ -123,7 +124,7 @@ class Kestrel:
             conn.close()
 
 
-def _file_size_limit(size: int):  # type: ignore[no-untyped-def]
+def _file_size_limit(size: int) -> Callable[[], None]:
     def limit() -> None:
         # Ignored, the signal a write past the limit raises makes that write fail with EFBIG.
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

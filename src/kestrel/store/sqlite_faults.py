@@ -43,8 +43,12 @@ def translate(exc: BaseException, path: Path, session_id: str | None = None) -> 
         primary = code & 0xFF if isinstance(code, int) else None
         if primary in _DAMAGED:
             return damaged(path, str(exc))
-        if primary == sqlite3.SQLITE_FULL or code == sqlite3.SQLITE_IOERR_WRITE:
-            return _full_or_io(path, str(exc), session_id)
+        # SQLite says SQLITE_FULL for a short write, but a plain write error when not one byte
+        # fits: that counts as "no room" too when there is, in fact, none.
+        if primary == sqlite3.SQLITE_FULL or (
+            code == sqlite3.SQLITE_IOERR_WRITE and _no_room_left(path)
+        ):
+            return StoreFull(_no_room(path), path=str(path), session_id=session_id)
         return StoreError(
             f"the event store {path} failed: {exc}", path=str(path), session_id=session_id
         )
@@ -56,18 +60,6 @@ def translate(exc: BaseException, path: Path, session_id: str | None = None) -> 
             f"the event store {path} failed: {reason}", path=str(path), session_id=session_id
         )
     return StoreError(f"the event store {path} failed: {exc}", path=str(path))
-
-
-def _full_or_io(path: Path, reason: str, session_id: str | None) -> StoreError:
-    """SQLite says SQLITE_FULL for a short write but a plain I/O error when the very first byte
-    does not fit, so an I/O error counts as "no room" when there is, in fact, none."""
-    if reason != "disk I/O error" or _no_room_left(path):
-        return StoreFull(_no_room(path), path=str(path), session_id=session_id)
-    return StoreError(
-        f"the event store {path} could not be written: {reason}",
-        path=str(path),
-        session_id=session_id,
-    )
 
 
 def _no_room_left(path: Path) -> bool:
