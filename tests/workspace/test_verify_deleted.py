@@ -82,10 +82,50 @@ def test_tests_importing_a_deleted_module_still_run_and_fail(tmp_path: Path) -> 
 
     event = asyncio.run(verifier.verify(["pkg/calc.py"]))
 
-    assert not event.ok
+    # The change broke the tests' import of the project's own module: the model must fix it.
+    assert not event.ok and event.blocking
     assert [(check.name, check.status) for check in event.checks] == [("pytest", "failed")]
     [failure] = event.failures
     assert failure.file == "tests/test_calc.py" and "pkg.calc" in failure.message
+
+
+def test_a_deleted_top_level_module_blocks_too(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    write(root, {"calc.py": ADD, "test_calc.py": TEST_ADD.replace("pkg.calc", "calc")})
+    (root / "calc.py").unlink()
+
+    event = asyncio.run(SessionVerifier(LocalExecutor(), root, which=_which).verify(["calc.py"]))
+
+    assert not event.ok and event.blocking, event.report
+
+
+def test_a_name_the_change_removed_blocks(tmp_path: Path) -> None:
+    root = _project(tmp_path / "project")
+    (root / "pkg/calc.py").write_text("def plus(a: int, b: int) -> int:\n    return a + b\n")
+
+    event = asyncio.run(
+        SessionVerifier(LocalExecutor(), root, which=_which).verify(["pkg/calc.py"])
+    )
+
+    assert not event.ok and event.blocking, event.report
+    [failure] = event.failures
+    assert "cannot import name 'add'" in failure.message
+
+
+def test_a_package_missing_from_the_environment_is_shown_but_does_not_block(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path / "project")
+    test = "import surely_not_installed_anywhere\n" + TEST_ADD
+    write(root, {"tests/test_calc.py": test})
+
+    event = asyncio.run(
+        SessionVerifier(LocalExecutor(), root, which=_which).verify(["pkg/calc.py"])
+    )
+
+    assert not event.ok and not event.blocking, event.report
+    [failure] = event.failures
+    assert failure.kind == "error" and "surely_not_installed_anywhere" in failure.message
 
 
 def test_a_deleted_conftest_beside_remaining_tests_still_runs_them(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ _PYTEST_TOTALS = re.compile(
     r"^=*\s*((?:\d+ (?:failed|passed|skipped|errors?|deselected|xfailed|xpassed|warnings?|"
     r"rerun)(?:, )?)+ in [\d.]+s.*?|no tests ran in [\d.]+s.*?)\s*=*$"
 )
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+"""The message of a module that could not be found at all; its group is the dotted name."""
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 _REPORT_SECTIONS = frozenset({"errors", "failures", "passes", "warnings summary"})
 
@@ -140,8 +142,11 @@ def _block_failure(block: _Block | None, node: str, short: str = "") -> Failure:
     message = message or short or ("collection failed" if collecting else "failed")
     kind: FailureKind = "test"
     if collecting:
+        # A test module that fails to import the code is the code's failure (a name removed, a
+        # module-level error); a module missing outright may be the environment's (see
+        # `imports.own_missing_modules`, which knows the project).
         syntax = any(name in message for name in _SYNTAX_ERRORS)
-        kind = "syntax" if syntax else "error"
+        kind = "syntax" if syntax else "error" if MISSING_MODULE.search(message) else "test"
     if file is None and (collecting or "::" in node):
         file = node.split("::", 1)[0]
     if block is not None and block.title.startswith("ERROR at "):

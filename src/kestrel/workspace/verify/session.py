@@ -11,6 +11,7 @@ from pathlib import Path
 from kestrel.protocol.events import CheckOutcome, VerificationFinished, VerifyFailure
 from kestrel.workspace.verify.detect import Which, detect_checks
 from kestrel.workspace.verify.failures import CheckResult, VerificationReport
+from kestrel.workspace.verify.imports import own_missing_modules
 from kestrel.workspace.verify.runner import CommandExecutor, Verifier
 
 FIXABLE = frozenset({"test", "lint", "type", "syntax", "build"})
@@ -56,6 +57,7 @@ class SessionVerifier:
         held = [c for c in checks if c.parser not in IN_PROCESS] if self._unconfined else []
         run = [c for c in checks if c not in held]
         report = await Verifier(self._executor, self._root, timeout_s=self._timeout_s).run(run)
+        report = own_missing_modules(report, self._root, paths)
         if not held or self._unconfined is None:
             return verification_event(report, paths)
         why = await self._unconfined()
