@@ -65,3 +65,6 @@ def test_a_row_that_is_not_json_does_not_stop_the_session_list(kestrel: Kestrel)
     assert listed.returncode == 0, listed.stderr
     assert f"session '{broken}', seq 1 cannot be read (not JSON)" in one_line(listed.stderr)
     assert broken[:8] in listed.stdout and healthy[:8] in listed.stdout
+    report = kestrel.run("doctor")
+    assert "event store: " in report.stdout
+    assert "1 unreadable event set aside in its quarantine table" in report.stdout, report.stdout

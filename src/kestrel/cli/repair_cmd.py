@@ -13,7 +13,7 @@ import typer
 from kestrel.cli.doctor_model import DoctorCheck
 from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR
 from kestrel.protocol.oserrors import os_error_text
-from kestrel.store import STORE_FILE_NAME
+from kestrel.store import STORE_FILE_NAME, SQLiteStore, StoreError
 from kestrel.store.repair import damage, salvage
 
 REPAIR_FIX = "kestrel doctor --repair (saves what can be read, keeps the damaged file)"
@@ -25,9 +25,18 @@ def store_check(data: Path) -> DoctorCheck:
     if not path.exists():
         return DoctorCheck("event store", "ok", f"{path}: not created yet")
     problem = damage(path)
-    if problem is None:
-        return DoctorCheck("event store", "ok", f"{path}: intact")
-    return DoctorCheck("event store", "fail", problem, REPAIR_FIX)
+    if problem is not None:
+        return DoctorCheck("event store", "fail", problem, REPAIR_FIX)
+    try:
+        with SQLiteStore(path, warn=lambda _: None) as store:
+            held = store.quarantined()
+    except StoreError as exc:
+        return DoctorCheck("event store", "fail", str(exc), REPAIR_FIX)
+    if held:
+        noun = "event" if held == 1 else "events"
+        detail = f"{path}: intact; {held} unreadable {noun} set aside in its quarantine table"
+        return DoctorCheck("event store", "info", detail)
+    return DoctorCheck("event store", "ok", f"{path}: intact")
 
 
 def repair_store(data: Path) -> int:
