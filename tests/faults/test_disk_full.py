@@ -59,7 +59,7 @@ def _mount_tmpfs(where: Path) -> bool:
         return False
     where.mkdir()
     made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)],
         capture_output=True,
         check=False,
     )

@@ -48,11 +48,13 @@ class OutputCoalescer:
         self._size = 0
         self._since = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._failed: Exception | None = None
         self.emitted = 0
         """Events emitted so far."""
 
     def add(self, stream: Stream, text: str) -> None:
         """Take the next piece of output; emit when 64 KB or 100 ms have gathered."""
+        self._raise_failed()
         if not text:
             return
         if self._pieces and stream != self._stream:
@@ -71,6 +73,7 @@ class OutputCoalescer:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._raise_failed()
         if not self._pieces:
             return
         text = "".join(self._pieces)
@@ -84,4 +87,17 @@ class OutputCoalescer:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._timer = loop.call_later(self._max_delay_s, self.flush)
+        self._timer = loop.call_later(self._max_delay_s, self._flush_on_timer)
+
+    def _flush_on_timer(self) -> None:
+        # An emit that fails here (the event store's disk is full) has no caller to fail: keep
+        # the error for the next `add` or `flush`, rather than letting asyncio log a traceback.
+        try:
+            self.flush()
+        except Exception as exc:
+            self._failed = exc
+
+    def _raise_failed(self) -> None:
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
