@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from wire_server import send_chunked
+
 WIRE = Path(__file__).parents[1] / "fixtures" / "wire"
 # Set by the replay for its own connection, as the recording proxy did.
 _NOT_REPLAYED = frozenset(
@@ -170,15 +172,7 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
 
         def _chunked(self, recorded: Fixture) -> None:
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for chunk in recorded.chunks:
-                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                self.wfile.flush()
-            if recorded.cut:
-                self.close_connection = True
-                return
-            self.wfile.write(b"0\r\n\r\n")
+            send_chunked(self, recorded.chunks, cut=recorded.cut)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -7,7 +7,7 @@ import socket
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -125,20 +125,26 @@ def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
             self._send_chunked(reply)
 
         def _send_chunked(self, reply: Reply) -> None:
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for chunk in reply.chunks:
-                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                self.wfile.flush()
-            if reply.drop:
-                self.close_connection = True
-                return
-            self.wfile.write(b"0\r\n\r\n")
+            send_chunked(self, reply.chunks, cut=reply.drop)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler
+
+
+def send_chunked(handler: BaseHTTPRequestHandler, chunks: Sequence[bytes], *, cut: bool) -> None:
+    """Send `chunks` as a chunked body, one flush each; `cut` drops the connection before the
+    last-chunk marker, as a server that dies mid-reply does."""
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    for chunk in chunks:
+        handler.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        handler.wfile.flush()
+    if cut:
+        handler.close_connection = True
+        return
+    handler.wfile.write(b"0\r\n\r\n")
 
 
 def json_reply(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Reply:
