@@ -39,7 +39,7 @@ def test_a_failed_verification_stops_the_auto_apply(env: Env, last: str) -> None
     events = _events(done.stdout)
     verifications = [e for e in events if e["type"] == "verification_finished"]
     assert verifications, done.stderr
-    assert all(v["blocking"] and not v["ok"] for v in verifications)
+    assert all(v["blocking"] and not v["ok"] for v in verifications), verifications
     [finished] = [e for e in events if e["type"] == "session_finished"]
     assert finished["reason"] == "unverified", finished
     assert done.returncode != 0
@@ -64,7 +64,8 @@ def test_a_fixed_change_is_applied(env: Env) -> None:
 
     assert done.returncode == 0, done.stderr
     events = _events(done.stdout)
-    assert [v["ok"] for v in events if v["type"] == "verification_finished"] == [False, True]
+    verifications = [v for v in events if v["type"] == "verification_finished"]
+    assert [v["ok"] for v in verifications] == [False, True], verifications
     assert events[-1]["type"] == "changes_applied" and events[-1]["outcome"] == "applied"
     assert "return a + b" in (env.project / "calc.py").read_text()
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kestrel.protocol.errors import SessionLogLost, StoreDamaged, StoreError, StoreFull
+from kestrel.protocol.oserrors import os_error_text
 
 REPAIR_HINT = "run `kestrel doctor --repair` to salvage what can be read"
 """What a person can do about a damaged store, named in every message about one."""
@@ -55,9 +56,10 @@ def translate(exc: BaseException, path: Path, session_id: str | None = None) -> 
     if isinstance(exc, OSError):
         if exc.errno in _NO_ROOM_ERRNOS:
             return StoreFull(_no_room(path), path=str(path), session_id=session_id)
-        reason = exc.strerror or type(exc).__name__
         return StoreError(
-            f"the event store {path} failed: {reason}", path=str(path), session_id=session_id
+            f"cannot open the sessions in {path.parent}: {os_error_text(exc)}",
+            path=str(path),
+            session_id=session_id,
         )
     return StoreError(f"the event store {path} failed: {exc}", path=str(path))
 
