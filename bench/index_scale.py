@@ -750,7 +750,7 @@ def main() -> None:
     parser.add_argument(
         "--mirrors",
         type=Path,
-        default=Path("/work/.mirror"),
+        default=Path.home() / ".cache" / "kestrel-bench" / "mirrors",
         help="folder of bare clones (owner+name/repo or name.git), used when none are named",
     )
     parser.add_argument(
