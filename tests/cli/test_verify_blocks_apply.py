@@ -4,7 +4,10 @@ a reply with no edits after a failed check does not count as a fix."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from cli_kit import BUGGY, Env, lines_of
@@ -13,6 +16,18 @@ from no_usage_server import NoUsageServer, Turn
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="checks run on their own only inside the sandbox"
 )
+
+
+@pytest.fixture(autouse=True)
+def _checks_find_an_interpreter_the_sandbox_sees(env: Env) -> None:
+    """The project's tests run in the sandbox with the first `python3` on PATH. Kestrel's own
+    virtualenv comes first there when `scripts/test` put it on PATH, and from a clone under /tmp
+    the sandbox cannot see it (its /tmp is private), so the check could not even start. These
+    tests are about what a failed check does, so they leave that virtualenv off PATH."""
+    own = str(Path(sys.prefix) / "bin")
+    entries = env.vars.get("PATH", "").split(os.pathsep)
+    env.vars["PATH"] = os.pathsep.join(e for e in entries if e and e != own)
+
 
 WRONG_FIX = {
     "tool_calls": [
