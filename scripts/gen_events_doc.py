@@ -191,6 +191,9 @@ MEANING: dict[str, dict[str, str]] = {
         "baseline": "True when a new overlay of the session starts here, on the checkout as it "
         "now is (after an earlier change was applied or discarded): the session's next change "
         "counts from this checkpoint.",
+        "tree": "The git tree id of the recorded files: two checkpoints with the same tree hold "
+        "the very same files (the loop detector tells a state that came back from progress by "
+        "it). Empty where the files were not recorded with it.",
     },
     "rewound": {
         "checkpoint_id": "The checkpoint the files were restored to.",

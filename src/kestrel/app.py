@@ -165,7 +165,7 @@ class GitCheckpointer:
             ChangedFile(path=c.path, status=c.status, old_path=c.old_path)
             for c in checkpoint.changes
         )
-        return Snapshot(checkpoint_id=checkpoint.id, changes=changes)
+        return Snapshot(checkpoint_id=checkpoint.id, changes=changes, tree=checkpoint.tree)
 
     async def restore(self, checkpoint_id: str) -> None:
         """Bring the workspace's files back to the checkpoint."""

@@ -85,6 +85,8 @@ class Snapshot:
 
     checkpoint_id: str
     changes: tuple[ChangedFile, ...]
+    tree: str = ""
+    """An id of the files' content: two snapshots of the same files have the same tree."""
 
 
 class Checkpointer(Protocol):

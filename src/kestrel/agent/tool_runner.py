@@ -121,6 +121,7 @@ class ToolRunner:
                 call_ids=call_ids,
                 changes=shown,
                 more_changes=len(snapshot.changes) - len(shown) if call_ids else 0,
+                tree=snapshot.tree,
             )
         )
 

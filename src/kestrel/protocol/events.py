@@ -350,6 +350,8 @@ class CheckpointCreated:
     """How many further changed paths were left out of `changes` to keep the event small."""
     baseline: bool = False
     """The checkout as a new overlay of the session starts from it: its change counts from here."""
+    tree: str = ""
+    """The git tree id of the recorded files (equal trees: the very same files); may be empty."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
