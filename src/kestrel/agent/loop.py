@@ -165,8 +165,14 @@ class AgentLoop:
         detector = LoopDetector(self.config.warn_after, self.config.stop_after)
         for call_id, result in self.state.results.items():
             if call_id in self.state.calls:
-                detector.observe(signature(self.state.calls[call_id], result.content))
+                detector.observe(self._fingerprint(self.state.calls[call_id], result.content))
         return detector
+
+    def _fingerprint(self, call: ToolCall, content: str) -> str:
+        """A call, its result and the files it ran on: the same call and result on changed
+        files is not a repeat."""
+        files = self.state.marks.result_files.get(call.id, "")
+        return signature(call, f"{files}\0{content}")
 
     def emit(self, event: Event) -> Record:
         """Append `event` durably, then fold it into the loop's state."""
@@ -477,7 +483,7 @@ class AgentLoop:
         one of the calls proposed a plan (the person decides on it before anything else)."""
         stop: tuple[FinishReason, str] | None = None
         for call, content in finished:
-            verdict = detector.observe(signature(call, content))
+            verdict = detector.observe(self._fingerprint(call, content))
             if verdict is not None and stop is None:
                 self.emit(
                     LoopDetected(

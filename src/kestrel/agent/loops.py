@@ -1,5 +1,9 @@
 """Loop detection: the same call with the same result repeated, two calls alternating, or
-failing results oscillating between two states."""
+failing results oscillating between two states.
+
+A state is a call, what it returned and the files it ran on. The same error coming back after the
+files changed is progress, not a loop: a model that changes its approach while a missing module
+keeps failing every run must not be stopped (callers fold the files into the fingerprints)."""
 
 from __future__ import annotations
 
@@ -83,9 +87,11 @@ _NOISE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b|0x[0-9a-fA-F]+")
 """Durations and addresses, which differ between two runs of the same failure."""
 
 
-def failure_signature(call: ToolCall, result: str) -> str:
-    """A fingerprint of a failing result that two runs of the same failure share."""
-    return signature(call, _NOISE.sub("#", result))
+def failure_signature(call: ToolCall, result: str, files: str = "") -> str:
+    """A fingerprint of a failing result that two runs of the same failure on the same files
+    share (`files` names the files the call ran on: the same error on changed files is not the
+    same state)."""
+    return signature(call, f"{files}\0{_NOISE.sub('#', result)}")
 
 
 def gist(result: str, limit: int = 100) -> str:

@@ -81,7 +81,7 @@ class LoopRecovery:
         return self.detector.observe(
             call.id,
             signature(call, ""),
-            failure_signature(call, result.content),
+            failure_signature(call, result.content, self.state.marks.result_files.get(call.id, "")),
             gist(result.content),
             failed=failed(result),
         )

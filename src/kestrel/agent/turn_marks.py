@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kestrel.protocol.events import (
     CheckpointCreated,
+    FileChanged,
     ModelRequestStarted,
     Record,
     Rewound,
     ToolCallRequested,
+    ToolFinished,
     UserMessage,
 )
 from kestrel.protocol.messages import Message
@@ -42,6 +45,12 @@ class TurnMarks:
     """The `model_request_started` seq of the turn that asked for each call."""
     files: str | None = None
     """The checkpoint that holds the files as they are now, when one does."""
+    trees: dict[str, str] = field(default_factory=dict)
+    """The tree id of each checkpoint that reported one: equal trees are the same files."""
+    result_files: dict[str, str] = field(default_factory=dict)
+    """For each finished call, which files it ran on (`files_key` when its result came)."""
+    written: dict[str, str] = field(default_factory=dict)
+    """What each edit tool last wrote to each path, for sessions without checkpoints."""
     request_seq: int = 0
     last_user_seq: int = 0
     recoveries: int = 0
@@ -75,8 +84,25 @@ class TurnMarks:
                     for seq, mark in self.before.items():
                         self.before[seq] = replace(mark, checkpoint_id=event.checkpoint_id)
                 self.files = event.checkpoint_id
+                if event.tree:
+                    self.trees[event.checkpoint_id] = event.tree
+            case FileChanged():
+                self.written[event.path] = event.after_hash or ""
+            case ToolFinished():
+                self.result_files[event.call_id] = self.files_key
             case Rewound():
                 self.files = event.checkpoint_id
+
+    @property
+    def files_key(self) -> str:
+        """Names the files as they are now: equal keys, the same files (when checkpoints record
+        trees); empty before the first checkpoint."""
+        if self.files is not None:
+            return self.trees.get(self.files, self.files)
+        if not self.written:
+            return ""
+        listing = "\0".join(f"{path}\0{digest}" for path, digest in sorted(self.written.items()))
+        return "edits:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
 
     def target(self, first_call: str) -> TurnMark | None:
         """The request to go back to for a loop that began with `first_call`: the one that asked
