@@ -70,7 +70,7 @@ def test_defaults_when_nothing_is_configured(repo: Path, home: Path) -> None:
     assert settings.model == "anthropic:claude-sonnet-4-5"
     assert (settings.provider, settings.model_id) == ("anthropic", "claude-sonnet-4-5")
     assert settings.permission_mode == "default"
-    assert settings.limits.as_limits() == Limits(max_turns=100)
+    assert settings.limits.as_limits() == Limits(max_turns=200)
     assert (settings.tools.bash_timeout_s, settings.tools.max_output_chars) == (120.0, 30_000)
     assert (settings.loop_detection.warn_after, settings.loop_detection.stop_after) == (3, 5)
     assert (settings.base_url, settings.data_dir, settings.max_output_tokens) == (None, None, 8192)

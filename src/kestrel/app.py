@@ -234,6 +234,7 @@ def build_loop(
         compact_at=settings.compaction.compact_at,
         keep_share=settings.compaction.keep_share,
         move_outputs_over=settings.compaction.move_outputs_over,
+        turn_grace=settings.limits.turn_grace,
     )
     # Checks run the project's own programs: on their own only where the sandbox holds them.
     # Elsewhere the session says, in the run and its summary, that its change went unverified.

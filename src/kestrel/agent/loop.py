@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from kestrel.agent import budget_notices, budgets, compaction
+from kestrel.agent import budget_notices, budgets, compaction, turn_budget
 from kestrel.agent.big_arguments import DeltaCap, shrink_message
 from kestrel.agent.cut_replies import CutReplies
 from kestrel.agent.daily import DailyBudget
@@ -122,6 +122,8 @@ class LoopConfig:
     """The share of the window that the newest turns may keep, word for word, in a compaction."""
     move_outputs_over: int = 10_000
     """Tool outputs longer than this (characters) in kept turns are moved to files."""
+    turn_grace: float = 0.0
+    """The share of the turn budget a run still changing files may go past it by, once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,7 +501,12 @@ class AgentLoop:
 
     def _exceeded(self) -> budgets.BudgetExceeded | None:
         """The session's budgets, then the day's (as the log has it now, other sessions too)."""
-        spent = budgets.exceeded(self._limits, self._live_totals())
+        totals, noted, grace = self._live_totals(), self.state.noted_budgets, self.config.turn_grace
+        notice = turn_budget.grace_notice(self._limits, totals, grace, self.state.marks, noted)
+        if notice is not None:
+            self.emit(notice)
+        limits = turn_budget.in_force(self._limits, grace, self.state.noted_budgets)
+        spent = budgets.exceeded(limits, totals)
         if spent is None and self.daily is not None:
             spent = self.daily.exceeded(self.daily.spent())
         return spent

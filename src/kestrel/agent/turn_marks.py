@@ -34,6 +34,8 @@ class TurnMark:
     finished: frozenset[str]
     """Ids of the calls that had a result before this request."""
     checkpoint_id: str | None
+    files: str = ""
+    """The files as the request was sent (`TurnMarks.files_key` then)."""
 
 
 @dataclass(slots=True)
@@ -71,7 +73,12 @@ class TurnMarks:
             case ModelRequestStarted():
                 self.request_seq = record.seq
                 self.before[record.seq] = TurnMark(
-                    record.seq, tuple(messages), frozenset(calls), frozenset(finished), self.files
+                    record.seq,
+                    tuple(messages),
+                    frozenset(calls),
+                    frozenset(finished),
+                    self.files,
+                    self.files_key,
                 )
                 while len(self.before) > MAX_MARKS:
                     del self.before[next(iter(self.before))]
