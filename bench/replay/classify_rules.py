@@ -129,7 +129,7 @@ def _early_stop(result: dict[str, Any]) -> str | None:
         return "timeout" if result.get("kestrel_rc") == "timeout" else "no-finish"
     if reason == "budget":
         return "max_turns" if str(finish.get("detail", "")).startswith("turns") else "budget"
-    return {"unverified": "verification"}.get(reason, reason)
+    return "verification" if reason == "unverified" else str(reason)
 
 
 def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:

@@ -27,23 +27,23 @@ def _is_git_dir(path: Path) -> bool:
     return (path / "HEAD").is_file() and (path / "objects").is_dir()
 
 
-def _git_show(git_dir: Path, rel: str) -> str | None:
+def _git_show(git_dir: Path, rev: str, rel: str) -> str | None:
     done = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "show", f"HEAD:{RESULTS_PREFIX}/{rel}"],
+        ["git", f"--git-dir={git_dir}", "show", f"{rev}:{RESULTS_PREFIX}/{rel}"],
         capture_output=True,
         text=True,
     )
     return done.stdout if done.returncode == 0 else None
 
 
-def load_trajectory(source: Path, iid: str) -> tuple[object, bool | None]:
+def load_trajectory(source: Path, iid: str, rev: str = "HEAD") -> tuple[object, bool | None]:
     """The trajectory of `iid` and whether the original run resolved its task (None: unknown).
 
-    `source` is a git dir of the trajectories repository, a checkout of it, or a folder laid out
-    as `trajs/<id>/<id>.traj.json` (and optionally `logs/<id>/report.json`)."""
+    `source` is a git dir of the trajectories repository (read at `rev`), a checkout of it, or a
+    folder laid out as `trajs/<id>/<id>.traj.json` (and optionally `logs/<id>/report.json`)."""
     rel_traj, rel_report = f"trajs/{iid}/{iid}.traj.json", f"logs/{iid}/report.json"
     if _is_git_dir(source):
-        traj_text, report = _git_show(source, rel_traj), _git_show(source, rel_report)
+        traj_text, report = _git_show(source, rev, rel_traj), _git_show(source, rev, rel_report)
     else:
         base = source / RESULTS_PREFIX if (source / RESULTS_PREFIX).is_dir() else source
         path = base / rel_traj

@@ -49,6 +49,7 @@ class Options:
     """Where the inputs are and how to run Kestrel."""
 
     trajs: Path
+    trajs_rev: str
     mirror_root: Path | None
     overrides: dict[str, Path]
     kestrel: str
@@ -136,7 +137,7 @@ def compare(workdir: Path, base: str, conv: Conversion) -> dict[str, Any]:
 def run_one(iid: str, inst: Instance, opts: Options) -> dict[str, Any]:
     """Replay one instance; its result line."""
     res: dict[str, Any] = {"instance_id": iid, "repo": inst.repo, "base_commit": inst.base_commit}
-    traj, res["orig_resolved"] = load_trajectory(opts.trajs, iid)
+    traj, res["orig_resolved"] = load_trajectory(opts.trajs, iid, opts.trajs_rev)
     conv = convert(traj)
     run_dir = opts.runs_dir / iid
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -199,6 +200,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     ap.add_argument("--ids-file", type=Path)
     ap.add_argument("--instances", type=Path, required=True)
     ap.add_argument("--trajs", type=Path, required=True, help="trajectories: git dir or folder")
+    ap.add_argument("--trajs-rev", default="HEAD", help="the commit to read from a git dir")
     ap.add_argument("--mirror-root", type=Path, help="holds <owner>+<name>/repo git dirs")
     ap.add_argument("--mirror-override", action="append", default=[], help="owner/name=GIT_DIR")
     ap.add_argument("--kestrel", default=_default_kestrel(), help="the kestrel command to run")
@@ -212,6 +214,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
         ap.error("--jobs must be 1: every replay uses the same work dir")
     opts = Options(
         trajs=a.trajs,
+        trajs_rev=a.trajs_rev,
         mirror_root=a.mirror_root,
         overrides=parse_overrides(a.mirror_override),
         kestrel=a.kestrel,
