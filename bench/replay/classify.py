@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from classify_enrich import enrich
-from classify_rules import CLASSES, Verdict, classify
+from classify_rules import CLASSES, Verdict, classify, step_causes
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:
@@ -63,7 +64,28 @@ def text_report(rows: list[dict[str, Any]], verdicts: list[Verdict], evidence: i
         out += [f"  {line}" for line in v.evidence[:evidence]]
         if len(v.evidence) > evidence:
             out.append(f"  ... {len(v.evidence) - evidence} more")
-    return "\n".join(out)
+    return "\n".join(out + step_census(rows, show=40))
+
+
+def step_census(rows: list[dict[str, Any]], show: int) -> list[str]:
+    """Diverged steps of all results counted by cause, then those with no known cause: whatever
+    the tree, these are where a sandbox or Kestrel problem would show first."""
+    counts: Counter[tuple[str, str]] = Counter()
+    unexplained = []
+    for r in rows:
+        for step, cause, label in step_causes(r):
+            counts[(cause, label.split(";")[0])] += 1
+            if cause == "unexplained":
+                unexplained.append((r["instance_id"], step, label))
+    out = ["", f"diverged steps: {sum(counts.values())}"]
+    out += [f"  {n:>5}  {cause}: {label}" for (cause, label), n in counts.most_common()]
+    for iid, step, label in unexplained[:show]:
+        last = " | ".join(str(step.get("tail") or step.get("head") or "").splitlines()[-2:])
+        out.append(
+            f"  unexplained: {iid} step {step['step']} rc {step['orig_rc']} -> "
+            f"{step['replay_rc']} `{step['command'][:60]}` ({label}) {last[:160]}"
+        )
+    return out
 
 
 def markdown_report(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> str:

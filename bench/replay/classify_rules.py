@@ -70,6 +70,11 @@ MARKERS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ),
         ("environment", "the mirror lacks a blob", r"unable to read [0-9a-f]{40}|bad object"),
         ("environment", "program not installed", r"command not found"),
+        (
+            "consequence",
+            "a file an earlier step did not make",
+            r"No such file or directory|cannot access|can't read|cannot remove",
+        ),
         ("sandbox", "permission denied", r"Permission denied|Operation not permitted"),
     )
 )
@@ -91,7 +96,9 @@ class Verdict:
 
 
 def cause_of(step: dict[str, Any]) -> tuple[str, str]:
-    """Why a diverged step failed here: (sandbox | environment | unexplained, label)."""
+    """Why a diverged step failed here: (sandbox | environment | consequence | unexplained, label).
+
+    `consequence`: it misses a file, which an earlier diverged step may have failed to make."""
     text = f"{step.get('head', '')}\n{step.get('tail', '')}"
     for cause, label, pattern in MARKERS:
         if pattern.search(text):
@@ -132,6 +139,27 @@ def _early_stop(result: dict[str, Any]) -> str | None:
     return "verification" if reason == "unverified" else str(reason)
 
 
+def _inherited(
+    found: tuple[str, str], step: dict[str, Any], diverged: dict[int, dict[str, Any]]
+) -> tuple[str, str]:
+    """A consequence takes the cause of the earlier diverged steps (the sandbox's first), else
+    it is unexplained."""
+    if found[0] != "consequence":
+        return found
+    earlier = [(cause_of(d), k) for k, d in sorted(diverged.items()) if k < step["step"]]
+    for cls in ("sandbox", "environment"):
+        first = next((k for (cause, _), k in earlier if cause == cls), None)
+        if first is not None:
+            return cls, f"{found[1]}; follows step {first}, which failed for the {cls}"
+    return "unexplained", found[1]
+
+
+def step_causes(result: dict[str, Any]) -> list[tuple[dict[str, Any], str, str]]:
+    """Every diverged step of a result with its cause and label, consequences resolved."""
+    diverged = {d["step"]: d for d in result.get("rc_diverged_steps") or []}
+    return [(d, *_inherited(cause_of(d), d, diverged)) for d in diverged.values()]
+
+
 def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:
     diverged = {d["step"]: d for d in result.get("rc_diverged_steps") or []}
     candidates = [
@@ -139,7 +167,7 @@ def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:
     ]
     if not candidates:
         return "kestrel-defect", [f"{path}: differs, and every step that names it ran as before"]
-    found = [(cause_of(d), d) for d in candidates]
+    found = [(_inherited(cause_of(d), d, diverged), d) for d in candidates]
     evidence = [
         f"{path}: step {d['step']} `{d['command'][:80]}` rc {d['orig_rc']} -> {d['replay_rc']} "
         f"[{cause}: {label}] {_first_lines(d)}"
@@ -152,6 +180,18 @@ def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:
     return "kestrel-defect", evidence
 
 
+def _stop_evidence(result: dict[str, Any]) -> list[str]:
+    finish = result.get("finish") or {}
+    ran = f"{result.get('steps_ran')} of {result.get('n_steps')} steps ran"
+    lines = [f"{ran}; finish {finish.get('reason')}: {finish.get('detail', '')}"[:300]]
+    lines += [f"loop {e.get('action')}: {e.get('detail')}"[:300] for e in result.get("loop", [])]
+    for v in result.get("verify") or []:
+        if v.get("blocking") and not v.get("ok"):
+            report = " | ".join(str(v.get("report") or "").splitlines()[:6])
+            lines.append(f"blocking verification round {v.get('round')}: {report}"[:400])
+    return lines + [str(e)[:300] for e in result.get("errors") or []][:3]
+
+
 def classify(result: dict[str, Any]) -> Verdict:
     """The class of one result line (see the module's docstring)."""
     iid = str(result.get("instance_id"))
@@ -160,13 +200,7 @@ def classify(result: dict[str, Any]) -> Verdict:
         return Verdict(iid, "harness-error", [f"{status}: {result.get('error', '')}"[:300]])
     stop = _early_stop(result)
     if stop is not None:
-        finish = result.get("finish") or {}
-        ran = f"{result.get('steps_ran')} of {result.get('n_steps')} steps ran"
-        lines = [f"{ran}; finish {finish.get('reason')}: {finish.get('detail', '')}"[:300]]
-        lines += [
-            f"loop {e.get('action')}: {e.get('detail')}"[:300] for e in result.get("loop", [])
-        ]
-        return Verdict(iid, f"early-stop:{stop}", lines + result.get("errors", [])[:3])
+        return Verdict(iid, f"early-stop:{stop}", _stop_evidence(result))
     if status == "identical":
         return Verdict(iid, "identical")
     pre = set(result.get("env_preexisting_paths") or [])

@@ -67,7 +67,13 @@ def _note(summary: SessionSummary, event: dict[str, Any]) -> None:
     elif kind == "verification_finished":
         checks = [(c.get("name"), c.get("status")) for c in event.get("checks") or []]
         summary.verify.append(
-            {"ok": event.get("ok"), "blocking": event.get("blocking"), "checks": checks}
+            {
+                "round": event.get("round"),
+                "ok": event.get("ok"),
+                "blocking": event.get("blocking"),
+                "checks": checks,
+                "report": str(event.get("report") or "")[:600],
+            }
         )
     elif kind == "error":
         summary.errors.append(str(event.get("message") or event)[:300])

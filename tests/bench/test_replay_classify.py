@@ -207,3 +207,58 @@ def test_a_results_file_that_is_not_json_lines_is_one_line(
     bad.write_text('{"instance_id": "a"}\nnot json\n')
     assert main([str(bad)]) == 2
     assert capsys.readouterr().err == f"classify.py: {bad}:2 is not a JSON line\n"
+
+
+def test_a_missing_file_takes_the_cause_of_the_earlier_step_that_failed_to_make_it() -> None:
+    steps = [
+        _diverged(1, "ModuleNotFoundError: No module named 'django'"),
+        _diverged(4, "bash: line 1: cd: proj: No such file or directory"),
+    ]
+    verdict = classify(
+        _result(
+            mismatch_paths=[["D", "proj/out.txt"]],
+            path_producers={"proj/out.txt": [4]},
+            rc_diverged_steps=steps,
+        )
+    )
+    assert verdict.cls == "environment"
+    assert "follows step 1" in verdict.evidence[0]
+    alone = classify(
+        _result(
+            mismatch_paths=[["D", "proj/out.txt"]],
+            path_producers={"proj/out.txt": [4]},
+            rc_diverged_steps=steps[1:],
+        )
+    )
+    assert alone.cls == "kestrel-defect"
+
+
+def test_an_early_stop_shows_the_blocking_verification_that_asked_for_more() -> None:
+    verify = [
+        {"round": 1, "ok": False, "blocking": True, "report": "pytest: failed\nNo module named 'x'"}
+    ]
+    finish = {
+        "reason": "error",
+        "detail": "ScriptExhausted: the scripted model has no more replies",
+    }
+    verdict = classify(_result(status="identical", finish=finish, verify=verify))
+    assert verdict.cls == "early-stop:error"
+    assert verdict.evidence[1] == (
+        "blocking verification round 1: pytest: failed | No module named 'x'"
+    )
+
+
+def test_the_text_report_counts_diverged_steps_by_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = _result(
+        status="identical",
+        rc_diverged_steps=[
+            _diverged(0, "ModuleNotFoundError: No module named 'x'"),
+            _diverged(1, "AssertionError"),
+        ],
+    )
+    assert main([str(_write(tmp_path / "r.jsonl", [row]))]) == 0
+    text = capsys.readouterr().out
+    assert "      1  environment: missing Python module" in text
+    assert "unexplained: x__x-1 step 1 rc 0 -> 1 `cmd 1`" in text
