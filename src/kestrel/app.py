@@ -171,6 +171,10 @@ class GitCheckpointer:
         """Bring the workspace's files back to the checkpoint."""
         await asyncio.to_thread(self.store.restore, checkpoint_id)
 
+    async def head_id(self) -> str | None:
+        """The newest checkpoint recorded, logged or not (a crash may come in between)."""
+        return await asyncio.to_thread(self.store.head_id)
+
 
 def checkpointer_for(settings: Settings, root: Path, session_id: str) -> GitCheckpointer:
     """The checkpointer of a session: a shadow repository keyed by the workspace's path."""

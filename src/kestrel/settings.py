@@ -100,6 +100,8 @@ class ToolSettings(_Table):
 
     bash_timeout_s: PositiveFloat = 120.0
     max_output_chars: PositiveInt = 30_000
+    rerun_interrupted: bool = False
+    """On resume, run a call a crash cut short again after its rollback when it only checks."""
 
 
 class VerifySettings(_Table):

@@ -5,12 +5,24 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kestrel.agent.ports import Checkpointer
+from kestrel.agent.rollback import (
+    KnowsHead,
+    ResumePolicy,
+    Settled,
+    interrupted,
+    is_idempotent,
+    roll_back_command,
+    roll_back_edit,
+    rollback_point,
+)
 from kestrel.agent.state import SessionState
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import (
+    CheckpointCreated,
     Event,
     FileChanged,
     Limits,
@@ -19,7 +31,6 @@ from kestrel.protocol.events import (
     Rewound,
     SessionResumed,
     SessionStarted,
-    ToolFinished,
     ToolKind,
     UserMessage,
 )
@@ -78,21 +89,99 @@ def reconcile(
     root: Path | None = None,
     artifacts_dir: Path | None = None,
 ) -> SessionResumed:
-    """Mark the session resumed and settle each tool call that started but has no result.
+    """Mark the session resumed and settle each tool call that started but has no result,
+    without checkpoints to roll back to (see `resume` for the whole guarantee).
 
-    Reads are left pending, to be run again. An edit whose announced writes all landed is
-    reported done; one whose writes all did not land is run again; one caught halfway, and any
-    command, is reported to the model as interrupted, because its effects cannot be known.
+    Reads are left pending, to be run again. An edit none of whose announced writes landed is
+    run again; one whose writes all landed is reported done; one caught between its writes is
+    finished from the content it kept. A command is reported as interrupted with its effects
+    unknown, as is an edit whose files something else changed.
     """
-    unfinished = state.unfinished
+    settled = _plan(state, kind_of, root, artifacts_dir, None, ResumePolicy())
+    return _log(state, emit, settled)
+
+
+async def resume(
+    state: SessionState,
+    emit: Callable[[Event], Record],
+    kind_of: Callable[[str], ToolKind | None],
+    env: ResumeEnvironment,
+) -> SessionResumed:
+    """Mark the session resumed and settle every call a crash cut short, each all or nothing.
+
+    As `reconcile`, except that a command that started and has no result is rolled back: the
+    files are restored to the checkpoint taken just before it, and only then is anything
+    logged, so a process killed in between rolls back again. The model is told so (and what
+    the command could reach outside the workspace); with `policy.rerun_idempotent`, a call that
+    only checks is run again instead. An edit caught between its writes that cannot be
+    finished is rolled back the same way.
+    """
+    point = rollback_point(state) if env.checkpointer is not None else None
+    settled = _plan(state, kind_of, env.root, env.artifacts_dir, point, env.policy)
+    targets = list(dict.fromkeys(s.restore for s in settled.values() if s.restore is not None))
+    kept = None
+    if env.checkpointer is not None and targets:
+        # The files as the crash left them (yours too, in direct mode), before they go.
+        kept = await env.checkpointer.snapshot("before the rollback")
+        for target in targets:
+            await env.checkpointer.restore(target)
+    resumed = _log(state, emit, settled)
+    if kept is not None:
+        emit(CheckpointCreated(checkpoint_id=kept.checkpoint_id, label=KEPT_LABEL))
+    await _catch_up(state, emit, env.checkpointer)
+    return resumed
+
+
+KEPT_LABEL = "the files as the crash left them, before the rollback"
+
+
+async def _catch_up(
+    state: SessionState, emit: Callable[[Event], Record], checkpointer: Checkpointer | None
+) -> None:
+    """Log the newest recorded checkpoint when the log does not end with it (a process killed
+    between recording and logging one, or a rollback's own record), so that the log's newest
+    checkpoint, each later call's rollback point, holds the files as they are."""
+    if not isinstance(checkpointer, KnowsHead):
+        return
+    head = await checkpointer.head_id()
+    if head is not None and head != state.marks.files:
+        emit(CheckpointCreated(checkpoint_id=head, label="the files as the resume leaves them"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeEnvironment:
+    """Where a resume settles interrupted calls: the files, kept writes and checkpoints."""
+
+    root: Path
+    artifacts_dir: Path | None = None
+    checkpointer: Checkpointer | None = None
+    policy: ResumePolicy = field(default_factory=ResumePolicy)
+
+
+def _plan(
+    state: SessionState,
+    kind_of: Callable[[str], ToolKind | None],
+    root: Path | None,
+    artifacts_dir: Path | None,
+    point: str | None,
+    policy: ResumePolicy,
+) -> dict[str, Settled]:
     where = root or Path(state.cwd)  # The session's view of the files: an overlay may move it.
-    settled = {c.id: _settle(state, c, kind_of(c.name), where, artifacts_dir) for c in unfinished}
-    interrupted = tuple(cid for cid, result in settled.items() if result is not None)
+    return {
+        c.id: _settle(state, c, kind_of(c.name), where, artifacts_dir, point, policy)
+        for c in state.unfinished
+    }
+
+
+def _log(
+    state: SessionState, emit: Callable[[Event], Record], settled: dict[str, Settled]
+) -> SessionResumed:
+    results = [s.result for s in settled.values() if s.result is not None]
+    interrupted = tuple(result.call_id for result in results)
     resumed = SessionResumed(from_seq=state.last_seq, interrupted_calls=interrupted)
     emit(resumed)
-    for result in settled.values():
-        if result is not None:
-            emit(result)
+    for result in results:
+        emit(result)
     return resumed
 
 
@@ -102,45 +191,61 @@ def _settle(
     kind: ToolKind | None,
     root: Path,
     artifacts_dir: Path | None,
-) -> ToolFinished | None:
-    """The result to record for an unfinished call, or None to run it again."""
+    point: str | None,
+    policy: ResumePolicy,
+) -> Settled:
+    """What to do with an unfinished call: log a result (after a restore), or run it again."""
     decided = state.decisions.get(call.id)
     if kind == "read" or kind is None or decided is None or decided.decision == "deny":
-        return None  # Nothing ran: reads are safe to repeat, the rest never started.
+        return Settled(None)  # Nothing ran: reads are safe to repeat, the rest never started.
     if call.id not in state.started:
-        return None
+        return Settled(None)
     if kind == "edit":
-        writes = state.writes.get(call.id, [])
-        for write in writes:
-            remove_leftover_temps(_resolve(root, write.path))
-        current = [file_hash(_resolve(root, w.path)) for w in writes]
-        if all(h == w.before_hash for h, w in zip(current, writes, strict=True)):
-            return None
-        if all(h == w.after_hash for h, w in zip(current, writes, strict=True)):
-            paths = ", ".join(w.path for w in writes)
-            return _result(
+        return _settle_edit(call, state.writes.get(call.id, []), root, artifacts_dir, point)
+    return roll_back_command(call, point, policy, idempotent=is_idempotent(call, kind))
+
+
+def _settle_edit(
+    call: ToolCall,
+    writes: list[FileChanged],
+    root: Path,
+    artifacts_dir: Path | None,
+    point: str | None,
+) -> Settled:
+    """An edit cut short: run again when none of its writes landed, done when all did,
+    finished from its kept content when caught between two, else rolled back."""
+    for write in writes:
+        remove_leftover_temps(_resolve(root, write.path))
+    current = [file_hash(_resolve(root, w.path)) for w in writes]
+    if all(h == w.before_hash for h, w in zip(current, writes, strict=True)):
+        return Settled(None)
+    paths = ", ".join(w.path for w in writes)
+    if all(h == w.after_hash for h, w in zip(current, writes, strict=True)):
+        return Settled(
+            interrupted(
                 call,
                 f"Done: the change to {paths} was written before the session was interrupted.",
                 error=False,
             )
-        if artifacts_dir is not None and _finish_writes(root, writes, current, artifacts_dir):
-            paths = ", ".join(w.path for w in writes)
-            return _result(
+        )
+    if artifacts_dir is not None and _finish_writes(root, writes, current, artifacts_dir):
+        return Settled(
+            interrupted(
                 call,
                 f"Done: the change to {paths} was cut short by an interruption and has been "
                 "finished as announced.",
                 error=False,
             )
-        return _result(
+        )
+    ours = all(h in (w.before_hash, w.after_hash) for h, w in zip(current, writes, strict=True))
+    if point is not None and ours:
+        return roll_back_edit(call, point, paths)
+    return Settled(
+        interrupted(
             call,
             "[kestrel] Interrupted while writing files; some writes may not "
             "have landed. Read the files before editing them again.",
         )
-    return _result(
-        call,
-        "[kestrel] Interrupted: the session stopped while this command was "
-        "running, so its effects are unknown. Check the state, and run it "
-        "again if it is still needed.",
     )
 
 
@@ -169,12 +274,6 @@ def _finish_writes(
         else:
             write_atomically(target, data)
     return True
-
-
-def _result(call: ToolCall, content: str, *, error: bool = True) -> ToolFinished:
-    return ToolFinished(
-        call_id=call.id, name=call.name, content=content, is_error=error, interrupted=error
-    )
 
 
 def _resolve(root: Path, path: str) -> Path:

@@ -79,8 +79,11 @@ class ToolRunner:
         allowed = [c for c in whole if await self._permitted(c)]
         for group in _batches(allowed, self._tools):
             changing = tuple(c for c in group if self._tools.kind(c.name) in ("edit", "execute"))
-            if changing and not self._state.checkpoints:
-                await self._checkpoint("before the first change", ())
+            if changing:
+                # The call's rollback point: a crash inside it is undone back to here. It
+                # records nothing when nothing changed since the last checkpoint.
+                first = not self._state.checkpoints
+                await self._checkpoint("before the first change" if first else "before a call", ())
             await asyncio.gather(*(self._run_one(self._as_decided(c)) for c in group))
             if changing:
                 names = ", ".join(sorted({c.name for c in changing}))

@@ -15,7 +15,7 @@ from rich.console import Console
 from kestrel import app, app_workspace
 from kestrel.agent.planning import PLAN_MODE_NOTE, PlanNotFound, mode_after_plan
 from kestrel.agent.ports import DenyingApprover
-from kestrel.agent.session import CheckpointNotFound, reconcile, start_session
+from kestrel.agent.session import CheckpointNotFound, start_session
 from kestrel.agent.state import replay
 from kestrel.cli import interrupts
 from kestrel.cli import session_steps as steps
@@ -301,8 +301,7 @@ def _execute_run(
             ),
         )
     if resuming:
-        env = loop.environment
-        reconcile(loop.state, loop.emit, loop.tools.kind, env.root, env.artifacts_dir)
+        steps.settle_interrupted(loop, settings)
     if request.rewind_to is not None:
         steps.rewind_to(loop, request.rewind_to)
         if message is None and interactive:

@@ -13,7 +13,8 @@ from rich.markup import escape
 from kestrel import app_workspace
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approver, DenyingApprover
-from kestrel.agent.session import rewind
+from kestrel.agent.rollback import ResumePolicy
+from kestrel.agent.session import ResumeEnvironment, resume, rewind
 from kestrel.cli.drive import (
     AfterRun,
     ConsoleApprover,
@@ -25,7 +26,7 @@ from kestrel.cli.drive import (
 )
 from kestrel.cli.plan_review import ConsolePlanReview, decision_hint
 from kestrel.cli.render import Frontend, handoff_lines, pending_hint
-from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.errors import ConfigError, KestrelError
 from kestrel.protocol.events import ChangesReady, PermissionMode, SessionFinished
 from kestrel.settings import Settings
 from kestrel.store.base import EventStore
@@ -126,6 +127,39 @@ def rewind_to(loop: AgentLoop, checkpoint: str) -> None:
         f'kestrel resume {loop.session_id} "what to do now"',
         soft_wrap=True,
     )
+
+
+def settle_interrupted(loop: AgentLoop, settings: Settings) -> None:
+    """Before anything else on resume: roll back each call that may change files and that a
+    crash cut short, and log how every unfinished call is settled."""
+    env = loop.environment
+    where = ResumeEnvironment(
+        root=env.root,
+        artifacts_dir=env.artifacts_dir,
+        checkpointer=loop.checkpointer,
+        policy=resume_policy(settings),
+    )
+    try:
+        asyncio.run(resume(loop.state, loop.emit, loop.tools.kind, where))
+    except KestrelError as exc:  # A checkpoint that cannot be read or restored, say.
+        raise ConfigError(
+            f"session {loop.session_id}: the call a crash cut short could not be rolled back "
+            f"({exc}); nothing else was run, and its files may hold part of that call"
+        ) from exc
+
+
+def resume_policy(settings: Settings) -> ResumePolicy:
+    """How a resume settles cut-short calls, and what commands could reach that no rollback
+    undoes: anything, without a sandbox; the network, when the sandbox lets them out."""
+    if settings.sandbox == "none":
+        outside = "anything outside the workspace (commands run without a sandbox)"
+    elif settings.network == "host":
+        outside = "the network"
+    elif settings.network == "allowlist":
+        outside = "the network hosts " + ", ".join(settings.network_allow)
+    else:
+        outside = ""
+    return ResumePolicy(rerun_idempotent=settings.tools.rerun_interrupted, outside=outside)
 
 
 def approver(
