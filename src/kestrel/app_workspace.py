@@ -19,19 +19,29 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from kestrel.agent.rollback import cut_short
+from kestrel.agent.state import replay
+from kestrel.agent.subagents import TaskTool
 from kestrel.app import checkpointer_for, data_dir
 from kestrel.protocol.codec import event_to_dict
-from kestrel.protocol.errors import KestrelError
+from kestrel.protocol.errors import ConfigError, KestrelError
 from kestrel.protocol.events import (
     ChangesApplied,
     ChangesReady,
     CheckpointCreated,
     ErrorOccurred,
     Event,
+    ToolKind,
 )
 from kestrel.settings import Settings
 from kestrel.store.base import EventStore
+from kestrel.tools.code import FindReferences, FindSymbol, Outline, RepoMapTool, SearchCode
+from kestrel.tools.plan import ProposePlan
+from kestrel.tools.registry import default_tools
+from kestrel.tools.todo import Todo
+from kestrel.tools.verify import Verify
 from kestrel.workspace.apply import ApplyError, ApplyResult, apply_changes, recover
 from kestrel.workspace.apply_lock import (
     ApplyBusy,
@@ -278,3 +288,33 @@ def discard(store: EventStore, session_id: str, settings: Settings, view: View) 
         store.append(session_id, discarded_event(head))
     _drop(view)
     return pending
+
+
+def tool_kinds() -> dict[str, ToolKind]:
+    """The kind of each tool a session built by `app.build_loop` may call, by name."""
+    classes: list[Any] = [
+        *(type(tool) for tool in default_tools()),
+        Verify,
+        SearchCode,
+        FindSymbol,
+        FindReferences,
+        Outline,
+        RepoMapTool,
+        Todo,
+        ProposePlan,
+        TaskTool,
+    ]
+    return {tool.name: tool.kind for tool in classes}
+
+
+def refuse_cut_short(store: EventStore, session_id: str, kinds: dict[str, ToolKind]) -> None:
+    """Refuse to show or apply the change of a session a crash stopped inside a call that may
+    change files: its files may hold part of that call until a resume rolls it back.
+    `kinds` names each tool's kind; a tool it does not name counts as changing files."""
+    call = cut_short(replay(store.read(session_id)), kinds.get)
+    if call is not None:
+        raise ConfigError(
+            f"session {session_id} stopped in the middle of its {call.name} call, so its files "
+            f"may hold part of it; `kestrel resume {session_id}` rolls that call back first, "
+            "then diff or apply the change"
+        )

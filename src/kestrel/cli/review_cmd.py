@@ -58,6 +58,7 @@ def diff_command(
         settings = _settings(Path.cwd())
         store = app.open_store(settings)
         sid, cwd, events = _session(store, session_id)
+        app_workspace.refuse_cut_short(store, sid, app_workspace.tool_kinds())
         settings = _settings(cwd)
         layer = layer_for(app.data_dir(settings), sid)
         root = layer.tree if layer.tree.is_dir() else _existing(sid, cwd)
@@ -113,6 +114,8 @@ def _decide(session_id: str, *, apply: bool) -> int:
         settings = _settings(Path.cwd())
         store = app.open_store(settings)
         sid, cwd, _ = _session(store, session_id)
+        if apply:
+            app_workspace.refuse_cut_short(store, sid, app_workspace.tool_kinds())
         settings = _settings(_existing(sid, cwd))
         if settings.workspace != "overlay":
             settings = settings.model_copy(update={"workspace": "overlay"})

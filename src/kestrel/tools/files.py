@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kestrel.edits import Ambiguous, EditError, NoMatch, apply_edit
 from kestrel.edits.syntax import new_syntax_errors
 from kestrel.tools.base import PlannedWrite, ToolContext, ToolFailed, ToolKind, ToolOutcome
+from kestrel.tools.crash_hook import before_landing
 from kestrel.tools.paths import (
     count_lines,
     display_path,
@@ -335,6 +336,7 @@ async def commit_write(
         after=after,
     )
     await ctx.before_write(plan)
+    before_landing(0)
     try:
         await asyncio.to_thread(write_atomically, path, after)
     except OSError as exc:

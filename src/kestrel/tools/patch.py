@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kestrel.edits import EditError, Move, apply_steps, parse_edit
 from kestrel.edits.syntax import new_syntax_errors
 from kestrel.tools.base import PlannedWrite, ToolContext, ToolFailed, ToolKind, ToolOutcome
+from kestrel.tools.crash_hook import before_landing
 from kestrel.tools.files import check_fresh, planned_diff
 from kestrel.tools.paths import (
     display_path,
@@ -90,7 +91,8 @@ class ApplyPatch:
             return ToolOutcome(content="The patch changes nothing; no file was written.")
         for change in changes:
             await ctx.before_write(_plan(change))
-        for change in changes:
+        for index, change in enumerate(changes):
+            before_landing(index)
             await asyncio.to_thread(_write, change)
             if change.after is not None:
                 ctx.read_hashes[change.shown] = sha256_hex(change.after) or ""

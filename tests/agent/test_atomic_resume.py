@@ -1,0 +1,240 @@
+"""A tool call killed inside leaves all of its effects or none once the session is resumed.
+
+Each test runs the real `kestrel` command on a scripted model and SIGKILLs it at a point the test
+chooses, never after a delay: a command says it is ready on its output, an edit stops itself
+between two writes through `KESTREL_TEST_EDIT_HOOK`. Then `kestrel resume` settles the call, and
+the test checks the files and what the model was told.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kestrel.store import STORE_FILE_NAME
+from kestrel.store.sqlite import SQLiteStore
+
+KESTREL = [sys.executable, "-m", "kestrel"]
+SLOW = "echo half > half.txt && echo READY && sleep 60 && rm old.txt"
+"""Writes one file, says so, and would delete another a minute later."""
+PATCH = (
+    "*** Begin Patch\n*** Update File: README.md\n-Adds numbers.\n+Adds and doubles numbers.\n"
+    "*** Add File: docs/usage.md\n+Call add(a, b).\n*** Delete File: old.txt\n*** End Patch\n"
+)
+PROJECT = {"README.md": "Adds numbers.\n", "old.txt": "stale\n", ".gitignore": "attempted\n"}
+
+
+def call(name: str, **arguments: str) -> dict[str, Any]:
+    """One scripted turn with one tool call."""
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+class Box:
+    """A project, a script, and a home and data directory of their own."""
+
+    def __init__(self, root: Path, turns: list[dict[str, Any]], settings: str = "") -> None:
+        self.project = root / "project"
+        for name, text in PROJECT.items():
+            (self.project / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.project / name).write_text(text)
+        self.script = root / "script.json"
+        self.script.write_text(json.dumps([*turns, {"text": "Done."}]))
+        config = root / "home" / ".config" / "kestrel" / "settings.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(settings)
+        self.vars = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("KESTREL_")},
+            "HOME": str(root / "home"),
+            "XDG_CONFIG_HOME": str(root / "home" / ".config"),
+            "KESTREL_DATA_DIR": str(root / "data"),
+            "KESTREL_SANDBOX": "bwrap" if shutil.which("bwrap") else "none",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def args(self, *extra: str) -> list[str]:
+        """A headless run of the script that may do anything unasked."""
+        model = ["--model", f"scripted:{self.script}", "--permission-mode", "bypass"]
+        return ["-p", "do it", *model, "--output-format", "stream-json", *extra]
+
+    def kill_when(self, seen: tuple[str, ...], *extra: str, hook: str = "") -> str:
+        """Start the run; SIGKILL it when a stdout line holds every string of `seen` (or let the
+        edit hook kill it); return the session id."""
+        env = {**self.vars, "KESTREL_TEST_EDIT_HOOK": hook} if hook else self.vars
+        proc = subprocess.Popen(
+            [*KESTREL, *self.args(*extra)],
+            env=env,
+            cwd=self.project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        assert proc.stdout is not None
+        session_id = ""
+        for line in proc.stdout:
+            record = json.loads(line)
+            session_id = session_id or str(record["session_id"])
+            if seen and all(part in line for part in seen):
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.wait(timeout=120)
+        proc.stdout.close()
+        assert proc.returncode == -signal.SIGKILL
+        return session_id
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A kestrel command, to its end."""
+        return subprocess.run(
+            [*KESTREL, *args],
+            env=self.vars,
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def resume(self, session_id: str, *extra: str) -> dict[str, Any]:
+        """`kestrel resume ID -p`; its JSON result."""
+        done = self.run("resume", session_id, "-p", "--output-format", "json", *extra)
+        assert done.returncode == 0, done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def events(self, session_id: str) -> list[Any]:
+        """The session's events, from its log."""
+        store = SQLiteStore(Path(self.vars["KESTREL_DATA_DIR"]) / STORE_FILE_NAME)
+        try:
+            return [record.event for record in store.read(session_id)]
+        finally:
+            store.close()
+
+    def result_of(self, session_id: str, name: str) -> Any:
+        """The last `tool_finished` of the tool `name`."""
+        finished = [
+            e for e in self.events(session_id) if e.type == "tool_finished" and e.name == name
+        ]
+        return finished[-1]
+
+    def files(self) -> dict[str, str]:
+        """The checkout's files, besides the ones every test starts with unchanged."""
+        return {
+            str(p.relative_to(self.project)): p.read_text()
+            for p in sorted(self.project.rglob("*"))
+            if p.is_file() and PROJECT.get(p.name) != p.read_text()
+        }
+
+
+ROLLED_BACK = "Interrupted and rolled back"
+READY = ('"tool_output_chunk"', "READY")
+
+
+@pytest.mark.parametrize("workspace", ["overlay", "direct"])
+def test_a_command_killed_halfway_is_rolled_back_and_the_model_told(
+    tmp_path: Path, workspace: str
+) -> None:
+    box = Box(tmp_path, [call("bash", command=SLOW)])
+    session_id = box.kill_when(READY, "--workspace", workspace)
+    if workspace == "direct":
+        assert (box.project / "half.txt").exists()  # the half the crash left in the checkout
+    result = box.resume(session_id, "--workspace", workspace)
+    assert result["reason"] == "done"
+    finished = box.result_of(session_id, "bash")
+    assert finished.interrupted and finished.is_error
+    assert ROLLED_BACK in finished.content and "nothing of it remains" in finished.content
+    assert box.files() == {}, "the cut-short command left part of its work"
+    assert (box.project / "old.txt").read_text() == "stale\n"
+    resumed = [e for e in box.events(session_id) if e.type == "session_resumed"]
+    assert resumed[0].interrupted_calls == (finished.call_id,)
+
+
+def test_a_crashed_session_is_not_applied_before_the_rollback(tmp_path: Path) -> None:
+    box = Box(tmp_path, [call("bash", command=SLOW)])
+    session_id = box.kill_when(READY)
+    for command in ("apply", "diff"):
+        refused = box.run(command, session_id)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert f"kestrel resume {session_id}" in refused.stderr
+    assert box.files() == {}
+    box.resume(session_id)
+    assert box.files() == {}
+
+
+def test_a_patch_killed_between_two_files_is_finished_whole(tmp_path: Path) -> None:
+    box = Box(tmp_path, [call("apply_patch", patch=PATCH)])
+    session_id = box.kill_when((), hook="kill:1")
+    box.resume(session_id)
+    finished = box.result_of(session_id, "apply_patch")
+    assert not finished.is_error and "finished as announced" in finished.content
+    assert box.files() == {
+        "README.md": "Adds and doubles numbers.\n",
+        "docs/usage.md": "Call add(a, b).\n",
+    }
+    assert not (box.project / "old.txt").exists()
+
+
+def test_a_patch_whose_kept_content_is_gone_is_rolled_back_whole(tmp_path: Path) -> None:
+    box = Box(tmp_path, [call("apply_patch", patch=PATCH)])
+    session_id = box.kill_when((), hook="kill:1")
+    shutil.rmtree(tmp_path / "data" / "artifacts" / session_id / "writes")
+    box.resume(session_id)
+    finished = box.result_of(session_id, "apply_patch")
+    assert finished.interrupted and ROLLED_BACK in finished.content
+    assert box.files() == {}
+    assert (box.project / "old.txt").read_text() == "stale\n"
+
+
+def test_an_edit_killed_before_its_write_is_run_again(tmp_path: Path) -> None:
+    box = Box(tmp_path, [call("write_file", path="notes.md", content="ok\n")])
+    session_id = box.kill_when((), hook="kill:0")
+    box.resume(session_id)
+    finished = box.result_of(session_id, "write_file")
+    assert not finished.is_error and not finished.interrupted
+    assert box.files() == {"notes.md": "ok\n"}
+
+
+def test_a_read_killed_inside_is_run_again(tmp_path: Path) -> None:
+    box = Box(tmp_path, [call("read_file", path="README.md")])
+    session_id = box.kill_when(('"tool_started"',))
+    box.resume(session_id)
+    finished = box.result_of(session_id, "read_file")
+    assert not finished.is_error and "Adds numbers." in finished.content
+    started = [e for e in box.events(session_id) if e.type == "tool_started"]
+    assert len(started) == 2
+
+
+TEST_FILE = """\
+import os, sys, time, unittest
+
+
+class Slow(unittest.TestCase):
+    def test_slow(self):
+        with open("junk.txt", "w") as junk:
+            junk.write("from the test run\\n")
+        if not os.path.exists("attempted"):
+            open("attempted", "w").close()
+            print("READY", flush=True)
+            time.sleep(60)
+"""
+
+
+def test_a_test_run_is_run_again_after_its_rollback_when_the_setting_says_so(
+    tmp_path: Path,
+) -> None:
+    command = "python3 -m unittest -q test_slow.py"
+    box = Box(tmp_path, [call("bash", command=command)], "[tools]\nrerun_interrupted = true\n")
+    (box.project / "test_slow.py").write_text(TEST_FILE)
+    session_id = box.kill_when(READY)
+    box.resume(session_id)
+    finished = box.result_of(session_id, "bash")
+    assert not finished.interrupted and not finished.is_error, finished.content
+    assert [e.type for e in box.events(session_id)].count("tool_started") == 2
+    assert box.files()["junk.txt"] == "from the test run\n"
