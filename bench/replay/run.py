@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -71,24 +72,28 @@ def kestrel_env(runs_dir: Path) -> dict[str, str]:
 
 
 def run_kestrel(opts: Options, task: str, script: Path) -> tuple[int | str, str, str]:
-    """Kestrel's exit code (or 'timeout'), stdout and stderr."""
+    """Kestrel's exit code (or 'timeout'), stdout and stderr. On a timeout its whole process
+    group is killed, so no command of the replay outlives it."""
     cmd = [opts.kestrel, "-p", task, "--model", f"scripted:{script}"]
     cmd += ["--permission-mode", "bypass", "--output-format", "stream-json"]
     cmd += ["--cwd", str(opts.workdir), "--workspace", "direct"]
-    try:
-        done = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            env=kestrel_env(opts.runs_dir),
-            cwd=opts.workdir,
-            timeout=opts.timeout,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return "timeout", out, ""
-    return done.returncode, done.stdout, done.stderr
+    with subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=kestrel_env(opts.runs_dir),
+        cwd=opts.workdir,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=opts.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            return "timeout", out, err
+    return proc.returncode, out, err
 
 
 def _host_programs(diverged: list[dict[str, Any]]) -> None:
@@ -208,6 +213,7 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     ap.add_argument("--workdir", type=Path, default=Path("/testbed"))
     ap.add_argument("--runs-dir", type=Path, default=Path("replay-runs"))
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per instance")
+    ap.add_argument("--resume", action="store_true", help="skip ids --out already holds")
     ap.add_argument("--jobs", type=int, default=1, help="only 1: there is one work dir")
     a = ap.parse_args(argv)
     if a.jobs != 1:
@@ -225,6 +231,18 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Options]:
     return a, opts
 
 
+def _done_ids(out: Path) -> set[str]:
+    """Ids that already have a result line in `out` (a torn last line does not count)."""
+    done = set()
+    lines = out.read_text().splitlines() if out.is_file() else []
+    for line in lines:
+        try:
+            done.add(str(json.loads(line)["instance_id"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     """Replay every id given, appending one line per id to --out."""
     try:
@@ -234,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as e:
         print(f"run.py: {e}", file=sys.stderr)
         return 2
+    if a.resume:
+        ids = [i for i in ids if i not in _done_ids(a.out)]
     for n, iid in enumerate(ids, 1):
         started = time.monotonic()
         if iid not in instances:
