@@ -78,6 +78,10 @@ MARKERS: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("sandbox", "permission denied", r"Permission denied|Operation not permitted"),
     )
 )
+_FAILURE_LINE = re.compile(
+    r"(?m)^(?:[\w.]*(?:Error|Exception)\b|E\s+[\w.]*Error\b|fatal: |.*command not found"
+    r"|.*Read-only file system|.*Network is unreachable)"
+)
 _WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 
 
@@ -95,16 +99,42 @@ class Verdict:
         return self.cls.split(":", 1)[0]
 
 
+def marker(text: str) -> tuple[str, str] | None:
+    """The first known cause whose sign is in the text: (cause, label)."""
+    for cause, label, pattern in MARKERS:
+        if pattern.search(text):
+            return cause, label
+    return None
+
+
+def output_differs(before: str, after: str) -> bool:
+    """Whether a command's output here ends with a sandbox or environment failure that its
+    original output did not show (a failure its exit code hides: `python x.py > out; echo ok`).
+
+    Only the end of the output counts, and only a line that reports the failure (an exception
+    at the start of a line, `E   ...Error` from pytest, `fatal:` ...): a file's text printed by
+    `cat` that merely mentions ImportError is no failure."""
+    end = after[-800:]
+    now = marker(end)
+    if now is None or now[0] not in ("sandbox", "environment"):
+        return False
+    return _FAILURE_LINE.search(end) is not None and marker(before) != now
+
+
+def _diverged(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    steps = result.get("diverged_steps", result.get("rc_diverged_steps"))
+    return {d["step"]: d for d in steps or []}
+
+
 def cause_of(step: dict[str, Any]) -> tuple[str, str]:
     """Why a diverged step failed here: (sandbox | environment | consequence | unexplained, label).
 
     `consequence`: it misses a file, which an earlier diverged step may have failed to make."""
-    text = f"{step.get('head', '')}\n{step.get('tail', '')}"
-    for cause, label, pattern in MARKERS:
-        if pattern.search(text):
-            if label == "program not installed" and step.get("host_has_program"):
-                return "sandbox", "program hidden by the sandbox"
-            return cause, label
+    found = marker(f"{step.get('head', '')}\n{step.get('tail', '')}")
+    if found is not None:
+        if found[1] == "program not installed" and step.get("host_has_program"):
+            return "sandbox", "program hidden by the sandbox"
+        return found
     if step.get("interrupted") or step.get("replay_rc") is None:
         return "unexplained", "interrupted or timed out"
     return "unexplained", "no known cause in its output"
@@ -156,12 +186,12 @@ def _inherited(
 
 def step_causes(result: dict[str, Any]) -> list[tuple[dict[str, Any], str, str]]:
     """Every diverged step of a result with its cause and label, consequences resolved."""
-    diverged = {d["step"]: d for d in result.get("rc_diverged_steps") or []}
+    diverged = _diverged(result)
     return [(d, *_inherited(cause_of(d), d, diverged)) for d in diverged.values()]
 
 
 def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:
-    diverged = {d["step"]: d for d in result.get("rc_diverged_steps") or []}
+    diverged = _diverged(result)
     candidates = [
         diverged[i] for i in (result.get("path_producers") or {}).get(path, []) if i in diverged
     ]

@@ -25,7 +25,7 @@ SUBMIT_TOKENS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_
 RETURNCODE_RE = re.compile(r"^\s*<returncode>(-?\d+)</returncode>")
 TIMEOUT_S = 60  # the original environment's command timeout
 MAX_TEXT = 2000  # thought text kept per turn: it is streamed, and changes nothing
-OUTPUT_HEAD = 400  # characters of each original output kept for the report
+OUTPUT_HEAD, OUTPUT_TAIL = 400, 800  # characters kept of each original output (its start, end)
 
 
 class ConvertError(ValueError):
@@ -40,6 +40,7 @@ class Step:
     command: str
     orig_returncode: int | None
     orig_output_head: str
+    orig_output_tail: str
 
 
 @dataclass(slots=True)
@@ -71,6 +72,7 @@ class Conversion:
                     "command": s.command,
                     "orig_returncode": s.orig_returncode,
                     "orig_output_head": s.orig_output_head,
+                    "orig_output_tail": s.orig_output_tail,
                 }
                 for s in self.steps
             ],
@@ -143,6 +145,7 @@ def convert(traj: object) -> Conversion:
                 command=command,
                 orig_returncode=int(found.group(1)) if found else None,
                 orig_output_head=(observation or "")[:OUTPUT_HEAD],
+                orig_output_tail=(observation or "")[OUTPUT_HEAD:][-OUTPUT_TAIL:],
             )
         )
         turn: dict[str, Any] = {

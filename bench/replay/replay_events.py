@@ -4,6 +4,7 @@ session ended, loop and verification events, refusals, and each command's outcom
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,19 +102,33 @@ def excerpt(text: str) -> dict[str, str]:
     return {"head": text[:HEAD], "tail": text[-TAIL:]}
 
 
-def diverged_steps(steps: list[dict[str, Any]], summary: SessionSummary) -> list[dict[str, Any]]:
-    """Replayed steps whose exit code differs from the original's, with their output's ends.
+def diverged_steps(
+    steps: list[dict[str, Any]],
+    summary: SessionSummary,
+    output_differs: Callable[[str, str], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Replayed steps whose exit code differs from the original's, or (given `output_differs`,
+    called with the original output's ends and the replay's output) whose output does; each with
+    the ends of its output here.
 
     Turn k of the script is step k, and its call id is `call_<k>_0` (docs/scripted-model.md)."""
     out = []
     for step in steps:
         tool = summary.tools.get(f"call_{step['index']}_0")
         orig = step.get("orig_returncode")
-        if tool is None or orig is None or tool.exit_code == orig:
+        if tool is None or orig is None:
             continue
+        if tool.exit_code != orig:
+            why = "exit code"
+        else:
+            before = f"{step.get('orig_output_head', '')}{step.get('orig_output_tail', '')}"
+            if output_differs is None or not output_differs(before, tool.content):
+                continue
+            why = "output"
         out.append(
             {
                 "step": step["index"],
+                "why": why,
                 "command": step["command"][:300],
                 "orig_rc": orig,
                 "replay_rc": tool.exit_code,

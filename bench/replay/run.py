@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import replay_git as rg
-from classify_rules import producers
+from classify_rules import output_differs, producers
 from convert import Conversion, ConvertError, convert
 from replay_data import (
     DataError,
@@ -162,7 +162,7 @@ def run_one(iid: str, inst: Instance, opts: Options) -> dict[str, Any]:
     (run_dir / "events.jsonl").write_text(stdout)
     (run_dir / "stderr.txt").write_text(stderr)
     summary = summarize(stdout)
-    diverged = diverged_steps(meta["steps"], summary)
+    diverged = diverged_steps(meta["steps"], summary, output_differs)
     _host_programs(diverged)
     res.update(
         finish=summary.finish,
@@ -173,8 +173,9 @@ def run_one(iid: str, inst: Instance, opts: Options) -> dict[str, Any]:
         n_checkpoints=summary.n_checkpoints,
         session_s=summary.session_s,
         steps_ran=steps_ran(meta["steps"], summary),
-        rc_diverged=len(diverged),
-        rc_diverged_steps=diverged[:60],
+        rc_diverged=sum(1 for d in diverged if d["why"] == "exit code"),
+        output_diverged=sum(1 for d in diverged if d["why"] == "output"),
+        diverged_steps=diverged[:60],
     )
     found = compare(opts.workdir, inst.base_commit, conv)
     (run_dir / "replay.diff").write_text(found.pop("replay_diff", ""))
@@ -186,7 +187,8 @@ def _progress(n: int, total: int, res: dict[str, Any]) -> str:
     finish = (res.get("finish") or {}).get("reason")
     return (
         f"[{n}/{total}] {res['instance_id']}: {res.get('status')} finish={finish} "
-        f"ran={res.get('steps_ran')}/{res.get('n_steps')} rc_diverged={res.get('rc_diverged')} "
+        f"ran={res.get('steps_ran')}/{res.get('n_steps')} "
+        f"diverged={res.get('rc_diverged')}+{res.get('output_diverged')} "
         f"{res.get('total_s')}s"
     )
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from classify import main
 from classify_enrich import mismatches_by_blob
-from classify_rules import cause_of, classify, producers
+from classify_rules import cause_of, classify, output_differs, producers
 from replay_git import split_patch
 
 
@@ -23,7 +23,7 @@ def _result(**fields: Any) -> dict[str, Any]:
         "steps_ran": 3,
         "denied": [],
         "loop": [],
-        "rc_diverged_steps": [],
+        "diverged_steps": [],
         "mismatch_paths": [],
         "env_preexisting_paths": [],
         "path_producers": {},
@@ -107,7 +107,7 @@ def test_a_differing_file_takes_the_cause_of_the_diverged_step_that_made_it(
         _result(
             mismatch_paths=[["D", "out.txt"]],
             path_producers={"out.txt": [0, 2]},
-            rc_diverged_steps=[_diverged(2, tail)],
+            diverged_steps=[_diverged(2, tail)],
         )
     )
     assert verdict.cls == expected
@@ -119,7 +119,7 @@ def test_a_difference_no_diverged_step_explains_is_a_kestrel_defect() -> None:
         _result(
             mismatch_paths=[["M", "a.py"], ["D", "out.txt"]],
             path_producers={"a.py": [1], "out.txt": [2]},
-            rc_diverged_steps=[_diverged(2, "ModuleNotFoundError: No module named 'x'")],
+            diverged_steps=[_diverged(2, "ModuleNotFoundError: No module named 'x'")],
         )
     )
     assert verdict.cls == "kestrel-defect"
@@ -131,7 +131,7 @@ def test_the_worst_cause_over_the_files_wins() -> None:
         _result(
             mismatch_paths=[["D", "a.txt"], ["D", "b.txt"]],
             path_producers={"a.txt": [0], "b.txt": [1]},
-            rc_diverged_steps=[
+            diverged_steps=[
                 _diverged(0, "ImportError: cannot import name 'x'"),
                 _diverged(1, "touch: cannot touch '/x': Read-only file system"),
             ],
@@ -218,7 +218,7 @@ def test_a_missing_file_takes_the_cause_of_the_earlier_step_that_failed_to_make_
         _result(
             mismatch_paths=[["D", "proj/out.txt"]],
             path_producers={"proj/out.txt": [4]},
-            rc_diverged_steps=steps,
+            diverged_steps=steps,
         )
     )
     assert verdict.cls == "environment"
@@ -227,7 +227,7 @@ def test_a_missing_file_takes_the_cause_of_the_earlier_step_that_failed_to_make_
         _result(
             mismatch_paths=[["D", "proj/out.txt"]],
             path_producers={"proj/out.txt": [4]},
-            rc_diverged_steps=steps[1:],
+            diverged_steps=steps[1:],
         )
     )
     assert alone.cls == "kestrel-defect"
@@ -253,7 +253,7 @@ def test_the_text_report_counts_diverged_steps_by_cause(
 ) -> None:
     row = _result(
         status="identical",
-        rc_diverged_steps=[
+        diverged_steps=[
             _diverged(0, "ModuleNotFoundError: No module named 'x'"),
             _diverged(1, "AssertionError"),
         ],
@@ -262,3 +262,23 @@ def test_the_text_report_counts_diverged_steps_by_cause(
     text = capsys.readouterr().out
     assert "      1  environment: missing Python module" in text
     assert "unexplained: x__x-1 step 1 rc 0 -> 1 `cmd 1`" in text
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "differs"),
+    [
+        ("finished\n", "Traceback ...\nModuleNotFoundError: No module named 'x'\nfinished\n", True),
+        ("", "E   ImportError: cannot import name 'y'\n", True),
+        (
+            "ModuleNotFoundError: No module named 'x'\n",
+            "ModuleNotFoundError: No module named 'x'\n",
+            False,
+        ),
+        ("", "try:\n    import x\nexcept ImportError:\n    x = None\n", False),
+        ("", "AssertionError: 1 != 2\n", False),
+    ],
+)
+def test_a_failure_only_the_output_shows_counts_as_a_divergence(
+    before: str, after: str, differs: bool
+) -> None:
+    assert output_differs(before, after) is differs
