@@ -1,9 +1,10 @@
 """Checkpoints: snapshots of a workspace in a shadow git repository kept outside the checkout.
 
 A `CheckpointStore` records the files of a worktree as commits on one ref per session inside a
-bare repository of its own (`git_dir`), through a private index file. The user's repository, its
-index, its config and its hooks are never read or written, except that its `.gitignore` files and
-`.git/info/exclude` decide which files are left out (as they would be from `git status`).
+bare repository of its own (`git_dir`), through a private index file. The user's repository is
+never written, and its config and hooks are never read. Its `.gitignore` files and
+`info/exclude` decide which files are left out (as they would be from `git status`), and its
+index and objects seed a session's first checkpoint (see `checkpoint_seed`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from kestrel.workspace.changes import ChangeSet
+from kestrel.workspace.checkpoint_seed import locate_checkout_git, seed_index
 from kestrel.workspace.review import build_change_set
 from kestrel.workspace.shadow_git import (
     CheckpointError,
@@ -66,7 +68,9 @@ class CheckpointStore:
 
     `git_dir` is the shadow repository (created on first use; it must lie outside `worktree`).
     Several sessions may share one `git_dir`; each has its own ref and index. Methods are
-    blocking and serialised per store; call them from a worker thread in async code.
+    blocking and serialised per store; call them from a worker thread in async code. With
+    `seed` false, a session's first checkpoint never starts from the checkout's own index
+    (every file is hashed, as when that index is missing or unusable).
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class CheckpointStore:
         git: str = "git",
         session: str = "default",
         clock: Callable[[], float] = time.time,
+        seed: bool = True,
     ) -> None:
         self.worktree = worktree.resolve()
         self.git_dir = git_dir.resolve()
@@ -88,12 +93,15 @@ class CheckpointStore:
         self._git_program = git
         self._clock = clock
         self._lock = threading.Lock()
-        user_exclude = self.worktree / ".git" / "info" / "exclude"
+        self._index_file = self.git_dir / "kestrel-index" / session
+        self._seed = seed
+        checkout = locate_checkout_git(self.worktree)
+        user_exclude = checkout.exclude if checkout is not None else None
         env = shadow_env(
             git_dir=self.git_dir,
             worktree=self.worktree,
-            index_file=self.git_dir / "kestrel-index" / session,
-            excludes_file=user_exclude if user_exclude.is_file() else None,
+            index_file=self._index_file,
+            excludes_file=user_exclude if user_exclude and user_exclude.is_file() else None,
             base=os.environ,
         )
         self._git = ShadowGit(git, self.worktree, env)
@@ -212,6 +220,10 @@ class CheckpointStore:
 
     def _index_worktree(self) -> str:
         """Bring the private index in line with the worktree; return the tree id it describes."""
+        if self._seed and not self._index_file.exists() and self._head() is None:
+            # A session's first checkpoint starts from the checkout's own index when it can, so
+            # that only files changed since the checkout's last `git add` or checkout are read.
+            seed_index(self._git, self.git_dir, self._index_file, self.worktree)
         first = self._git.run("add", "--all", "--", ".", check=False)
         if first.returncode != 0:
             # A nested repository without a commit cannot be added even as a pointer; leave such
