@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from classify_rules import output_differs, producers
+from classify_rules import mark_own_scripts, output_differs, producers
 from replay_events import diverged_steps, summarize
 from replay_git import GENERATED, split_patch
 
@@ -64,6 +64,7 @@ def enrich(result: dict[str, Any], runs_dir: Path) -> dict[str, Any]:
     commands = [s["command"] for s in meta.get("steps", [])]
     events = summarize(_read(run_dir, "events.jsonl"))
     out["diverged_steps"] = diverged_steps(meta["steps"], events, output_differs)
+    mark_own_scripts(out["diverged_steps"], commands)
     if out.get("status") == "expected_patch_does_not_apply":
         rows = mismatches_by_blob(meta.get("submission", ""), _read(run_dir, "replay.diff"))
         joined = "\n".join(commands)

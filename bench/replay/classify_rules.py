@@ -82,6 +82,7 @@ _FAILURE_LINE = re.compile(
     r"(?m)^(?:[\w.]*(?:Error|Exception)\b|E\s+[\w.]*Error\b|fatal: |.*command not found"
     r"|.*Read-only file system|.*Network is unreachable)"
 )
+_TRACEBACK_FILE = re.compile(r'File "([^"]+)", line \d+')
 _WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 
 
@@ -134,10 +135,25 @@ def cause_of(step: dict[str, Any]) -> tuple[str, str]:
     if found is not None:
         if found[1] == "program not installed" and step.get("host_has_program"):
             return "sandbox", "program hidden by the sandbox"
+        if found[1] == "old code on this interpreter" and step.get("own_script"):
+            return "unexplained", f"{step['own_script']}, which a replayed command wrote, fails"
         return found
     if step.get("interrupted") or step.get("replay_rc") is None:
         return "unexplained", "interrupted or timed out"
     return "unexplained", "no known cause in its output"
+
+
+def mark_own_scripts(diverged: list[dict[str, Any]], commands: list[str]) -> None:
+    """Note on each step failing with a SyntaxError in a file that a replayed command wrote
+    (`own_script`): old code on a new interpreter does not explain that; a mangled heredoc would."""
+    written = {os.path.basename(t) for c in commands for t in _WRITES.findall(c)}
+    for d in diverged:
+        text = f"{d.get('head', '')}\n{d.get('tail', '')}"
+        if "SyntaxError" not in text:
+            continue
+        files = _TRACEBACK_FILE.findall(text[: text.rfind("SyntaxError")])
+        if files and os.path.basename(files[-1]) in written:
+            d["own_script"] = os.path.basename(files[-1])
 
 
 def producers(path: str, commands: list[str]) -> list[int]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import replay_git as rg
-from classify_rules import output_differs, producers
+from classify_rules import mark_own_scripts, output_differs, producers
 from convert import Conversion, ConvertError, convert
 from replay_data import (
     DataError,
@@ -164,6 +164,7 @@ def run_one(iid: str, inst: Instance, opts: Options) -> dict[str, Any]:
     summary = summarize(stdout)
     diverged = diverged_steps(meta["steps"], summary, output_differs)
     _host_programs(diverged)
+    mark_own_scripts(diverged, [s.command for s in conv.steps])
     res.update(
         finish=summary.finish,
         loop=summary.loop,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from classify import main
 from classify_enrich import mismatches_by_blob
-from classify_rules import cause_of, classify, output_differs, producers
+from classify_rules import cause_of, classify, mark_own_scripts, output_differs, producers
 from replay_git import split_patch
 
 
@@ -282,3 +282,14 @@ def test_a_failure_only_the_output_shows_counts_as_a_divergence(
     before: str, after: str, differs: bool
 ) -> None:
     assert output_differs(before, after) is differs
+
+
+def test_a_syntax_error_in_a_script_the_replay_wrote_is_not_the_environment() -> None:
+    tail = (
+        '  File "/testbed/repro.py", line 3\n    print(x\n         ^\nSyntaxError: invalid syntax'
+    )
+    old_code = tail.replace("/testbed/repro.py", "/testbed/pkg/old.py")
+    steps = [_diverged(1, tail), _diverged(2, old_code)]
+    mark_own_scripts(steps, ["cat <<'EOF' > /testbed/repro.py\nprint(x)\nEOF", "python repro.py"])
+    assert cause_of(steps[0]) == ("unexplained", "repro.py, which a replayed command wrote, fails")
+    assert cause_of(steps[1]) == ("environment", "old code on this interpreter")
