@@ -3,10 +3,15 @@ with an uninterrupted run: the checkout's bytes, leftover temporary files, the e
 the kill, and how the session ends.
 
     python bench/crash_resume.py --trials 500 --seed 1 --jobs 2 --keep-failures /tmp/crash
+    python bench/crash_resume.py --trials 500 --seed 1 --workspace direct
 
 Each trial runs in its own temporary directory: a small project, a scripted model, and its own
 HOME, XDG_CONFIG_HOME and KESTREL_DATA_DIR. Half of the kills come after a random number of
-streamed stdout lines, half after a random delay up to the reference run's wall time.
+streamed stdout lines, half after a random delay up to the reference run's wall time. Two
+commands spread their effects over time (write, sleep, delete; a directory tree built in two
+halves), so that many kills land inside one; a resume must leave each call that a kill cut
+short whole or absent: the checkout ends as the reference, or as the reference without exactly
+one whole step.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -39,9 +45,14 @@ KESTREL = [sys.executable, "-m", "kestrel"]
 Files = dict[str, bytes]
 Record = dict[str, Any]
 Strategy = Literal["lines", "time", "apply"]
+Workspace = Literal["overlay", "direct"]
 
 TEST_CMD = "python3 -B -m unittest -q"
-WRITE_CMD = "mkdir -p out && echo x > out/a.txt && rm old.txt"
+WRITE_CMD = "mkdir -p out && echo x > out/a.txt && sleep 0.6 && rm old.txt"
+TREE_CMD = (
+    "mkdir -p tree/a/b && echo 1 > tree/a/b/one.txt && sleep 0.4 && "
+    "mkdir -p tree/c && echo 2 > tree/c/two.txt"
+)
 PROJECT: dict[str, str] = {
     "calc.py": "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return add(x, x)\n",
     "test_calc.py": (
@@ -74,15 +85,26 @@ SCRIPT = [
     turn(("write_file", {"path": "NOTES.md", "content": "ok\n"})),
     turn(("apply_patch", {"patch": PATCH})),
     turn(("bash", {"command": WRITE_CMD})),
+    turn(("bash", {"command": TREE_CMD})),
     turn(("bash", {"command": TEST_CMD})),
     turn(text="Fixed add, documented it, cleaned up."),
 ]
-WRITE_CALL = "call_5_0"
-"""The call id of WRITE_CMD (turn 5, first call): its effects are unknown when it is interrupted."""
-RULES = ["Bash(mkdir:*)", "Bash(echo:*)", "Bash(rm:*)", f"Bash({TEST_CMD}:*)"]
+STEPS: dict[str, tuple[str, ...]] = {
+    "call_2_0": ("calc.py",),
+    "call_3_0": ("NOTES.md",),
+    "call_4_0": ("README.md", "docs/usage.md", "legacy.py"),
+    "call_5_0": ("out/a.txt", "old.txt"),
+    "call_6_0": ("tree/a/b/one.txt", "tree/c/two.txt"),
+}
+"""The calls that change files (by the scripted call ids: turn, then place) and the paths each
+one changes: a call cut short by the kill may be missing whole from the end state."""
+RULES = ["Bash(mkdir:*)", "Bash(echo:*)", "Bash(rm:*)", "Bash(sleep:*)", f"Bash({TEST_CMD}:*)"]
+TEMP = re.compile(r"\.kestrel-|^\..+\.[0-9a-f]{12}\.tmp$")
+"""Names of temporary files: the apply journal's, and those of an atomic write."""
 PHASES = (
     "before start",
     "during model streaming",
+    "after the final answer, in verification",
     "during a tool",
     "after finish, before changes_applied",
     "after changes_applied",
@@ -95,7 +117,7 @@ TOOL_EVENTS |= {"tool_finished", "file_changed", "checkpoint_created"}
 class Sandbox:
     """One trial's directory: the project, the script, and an isolated home and data directory."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, workspace: Workspace = "overlay") -> None:
         self.root = root
         self.project = root / "project"
         for name, text in PROJECT.items():
@@ -104,7 +126,8 @@ class Sandbox:
         (root / "script.json").write_text(json.dumps(SCRIPT))
         settings = root / "home" / ".config" / "kestrel" / "settings.toml"
         settings.parent.mkdir(parents=True)
-        settings.write_text(f"[permissions]\nallow = {json.dumps(RULES)}\n")
+        rules = f"[permissions]\nallow = {json.dumps(RULES)}\n"
+        settings.write_text(f"workspace = {json.dumps(workspace)}\n{rules}")
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("KESTREL_")},
             "HOME": str(root / "home"),
@@ -179,14 +202,15 @@ class Reference:
     types: list[str]
     tail: list[str]
     wall_s: float
+    workspace: Workspace = "overlay"
 
 
-def reference(jobs: int) -> Reference:
+def reference(jobs: int, workspace: Workspace) -> Reference:
     """Run the task uninterrupted `jobs` times at once (the load of the trials); all must agree."""
 
     def one(_: int) -> tuple[Files, int, list[str], float]:
         with tempfile.TemporaryDirectory(prefix="kestrel-ref-") as tmp:
-            box = Sandbox(Path(tmp))
+            box = Sandbox(Path(tmp), workspace)
             began = time.monotonic()
             done = box.run(*box.args())
             wall = time.monotonic() - began
@@ -207,8 +231,9 @@ def reference(jobs: int) -> Reference:
         assert other[0] == files, "reference runs left different files"
         assert [t for t in other[2] if t != "tool_output_chunk"] == steady, "different events"
     last = len(types) - 1 - types[::-1].index("session_finished")
-    assert types.count("changes_applied") == 1 and types[-1] == "changes_applied", types
-    return Reference(files, shown, types, types[last:], max(r[3] for r in runs))
+    end = "changes_applied" if workspace == "overlay" else "session_finished"
+    assert types.count("changes_applied") == (end == "changes_applied") and types[-1] == end, types
+    return Reference(files, shown, types, types[last:], max(r[3] for r in runs), workspace)
 
 
 @dataclass(slots=True)
@@ -219,6 +244,8 @@ class Trial:
     strategy: Strategy
     point: float
     phase: str = ""
+    ending: str = ""
+    """complete, one step short, or half-done (the checkout after the resume)."""
     last_event: str = ""
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
@@ -252,7 +279,7 @@ def kill_run(box: Sandbox, trial: Trial, ref: Reference) -> list[Record]:
     poll = 0.001 if trial.strategy == "apply" else 0.05
     while not reached.is_set() and time.monotonic() < deadline:
         reached.wait(min(poll, max(0.0, deadline - time.monotonic())))
-        if trial.strategy == "apply" and any(".kestrel-" in p.name for p in box.project.rglob("*")):
+        if trial.strategy == "apply" and any(TEMP.search(p.name) for p in box.project.rglob("*")):
             break  # the journal is putting the change in place: kill now
         if not reached.is_set() and trial.strategy != "apply":
             trial.problems += sample(box, ref)
@@ -260,7 +287,7 @@ def kill_run(box: Sandbox, trial: Trial, ref: Reference) -> list[Record]:
         proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     if proc.returncode != -signal.SIGKILL:
-        trial.phase = PHASES[5]
+        trial.phase = PHASES[6]
         trial.notes.append(f"the run had already exited ({proc.returncode})")
     reader.join(timeout=60)
     proc.stdout.close()
@@ -270,7 +297,7 @@ def kill_run(box: Sandbox, trial: Trial, ref: Reference) -> list[Record]:
 def sample(box: Sandbox, ref: Reference) -> list[str]:
     """Problems with the checkout mid-run: a file that is neither its old nor its new content."""
     try:
-        now = {p: b for p, b in box.files().items() if ".kestrel-" not in p}
+        now = {p: b for p, b in box.files().items() if not TEMP.search(Path(p).name)}
     except FileNotFoundError:  # a file renamed or removed while listing
         return []
     return [
@@ -280,26 +307,31 @@ def sample(box: Sandbox, ref: Reference) -> list[str]:
     ]
 
 
-def allowed_files(ref: Reference, interrupted: set[str]) -> list[Files]:
-    """The end states the checkout may have: the reference, or where the file-writing command was
-    cut short (Kestrel reports it interrupted, and the scripted model does not run it again),
-    any point of that command."""
-    states = [ref.files]
-    if WRITE_CALL in interrupted:
-        before = {k: v for k, v in ref.files.items() if k != "out/a.txt"}
-        before["old.txt"] = PROJECT["old.txt"].encode()
-        states += [before, {**before, "out/a.txt": b""}, {**before, "out/a.txt": b"x\n"}]
+def allowed_files(ref: Reference, interrupted: set[str]) -> dict[str, Files]:
+    """The end states the checkout may have, by name: the reference ("complete"), or, for each
+    call that changes files and that the kill cut short (the resume rolls it back, and the
+    scripted model does not run it again), the reference without that call's whole step."""
+    states = {"complete": ref.files}
+    for call_id in sorted(interrupted & set(STEPS)):
+        short = dict(ref.files)
+        for path in STEPS[call_id]:
+            short.pop(path, None)
+            if path in PROJECT:
+                short[path] = PROJECT[path].encode()
+        states[f"one step short ({call_id})"] = short
     return states
 
 
 def phase_of(first_run: list[str]) -> str:
     """Where the kill landed, from the events logged before it."""
     if "changes_applied" in first_run:
-        return PHASES[4]
+        return PHASES[5]
     if "session_finished" in first_run:
-        return PHASES[3]
+        return PHASES[4]
     last = first_run[-1]
-    return PHASES[2] if last in TOOL_EVENTS or last.startswith("verification") else PHASES[1]
+    if last == "model_completed" and first_run.count("model_completed") == len(SCRIPT):
+        return PHASES[2]
+    return PHASES[3] if last in TOOL_EVENTS or last.startswith("verification") else PHASES[1]
 
 
 def plan(number: int, seed: int, ref: Reference, kill: str | None) -> Trial:
@@ -326,7 +358,7 @@ def run_trial(trial: Trial, ref: Reference, keep: Path | None) -> Trial:
     began = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix=f"kestrel-crash-{number}-"))
     try:
-        box = Sandbox(root)
+        box = Sandbox(root, ref.workspace)
         check_trial(box, trial, ref, kill_run(box, trial, ref))
     except Exception as exc:  # a crash of the harness or of kestrel is a failed trial
         trial.problems.append(f"harness: {type(exc).__name__}: {exc}")
@@ -380,7 +412,7 @@ def check_trial(box: Sandbox, trial: Trial, ref: Reference, shown: list[Record])
 def check_files(box: Sandbox, trial: Trial, ref: Reference, interrupted: set[str]) -> None:
     """Checks 1 and 2: the checkout's bytes, no temporary file, no half-written file."""
     files = box.files()
-    temps = [p for p in files if ".kestrel-" in p]
+    temps = [p for p in files if TEMP.search(Path(p).name)]
     if temps:
         trial.problems.append(f"temporary files left in the checkout: {temps}")
     for path, data in files.items():
@@ -388,10 +420,12 @@ def check_files(box: Sandbox, trial: Trial, ref: Reference, interrupted: set[str
         if want is not None and data != want and want.startswith(data):
             trial.problems.append(f"half-written: {path} holds {len(data)} of {len(want)} bytes")
     states = allowed_files(ref, interrupted)
-    if files not in states:
+    ending = next((name for name, state in states.items() if files == state), None)
+    trial.ending = "half-done" if ending is None else ending.split(" (")[0]
+    if ending is None:
         trial.problems.append("files differ from the reference: " + diff(ref.files, files))
-    elif files != ref.files:
-        trial.notes.append("the cut-short command left part of its work: " + diff(ref.files, files))
+    elif ending != "complete":
+        trial.notes.append(f"{ending}: rolled back whole: " + diff(ref.files, files))
 
 
 def check_log(
@@ -415,6 +449,10 @@ def check_log(
     applied = [r["event"] for r in log[last:] if r["event"]["type"] == "changes_applied"]
     if finished.get("reason") != "done":
         trial.problems.append(f"the session finished {finished.get('reason')!r}")
+    if ref.workspace == "direct":  # Nothing to hand over: the session worked on the checkout.
+        if applied or tail != ["session_finished"]:
+            trial.problems.append(f"after the last session_finished: {tail}")
+        return
     if len(applied) != 1 or applied[0].get("outcome") != "applied":
         outcomes = [a.get("outcome") for a in applied]
         trial.problems.append(f"after the last session_finished: {tail}, outcomes {outcomes}")
@@ -450,6 +488,9 @@ def summary(trials: list[Trial], wall: float) -> None:
     for phase in PHASES:
         of = [t for t in trials if t.phase == phase]
         print(f"  {phase:38} {len(of):4} ({sum(bool(t.problems) for t in of)})")
+    endings = Counter(t.ending or "no check" for t in trials)
+    temps = sum(any(p.startswith("temporary files") for p in t.problems) for t in trials)
+    print(f"checkout after the resume: {dict(endings)}; trials with temporary files: {temps}")
     print(f"kill strategies: {dict(Counter(t.strategy for t in trials))}")
     print(f"last event logged before the kill: {dict(Counter(t.last_event for t in trials))}")
     for note, count in Counter(n.split(":")[0] for t in trials for n in t.notes).most_common():
@@ -469,12 +510,18 @@ def main() -> None:
     parser.add_argument(
         "--kill", help="lines:N, time:SECONDS, time:FROM-TO or apply, for every trial"
     )
+    parser.add_argument(
+        "--workspace",
+        choices=["overlay", "direct"],
+        default="overlay",
+        help="where the session works: an overlay applied at the end, or the checkout itself",
+    )
     parser.add_argument("--keep-failures", type=Path, help="copy failed trials' directories here")
     opts = parser.parse_args()
     if opts.keep_failures:
         opts.keep_failures.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
-    ref = reference(opts.jobs)
+    ref = reference(opts.jobs, opts.workspace)
     print(
         f"reference: {len(ref.files)} files, {ref.stream_lines} stdout lines, "
         f"{len(ref.types)} events, {ref.wall_s:.2f} s; ends {ref.tail}",
