@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from kestrel.workspace.changes import ChangeSet
+from kestrel.workspace.checkpoint_scope import exclude_virtual_environments
 from kestrel.workspace.checkpoint_seed import locate_checkout_git, seed_index
 from kestrel.workspace.review import build_change_set
 from kestrel.workspace.shadow_git import (
@@ -224,14 +225,16 @@ class CheckpointStore:
             # A session's first checkpoint starts from the checkout's own index when it can, so
             # that only files changed since the checkout's last `git add` or checkout are read.
             seed_index(self._git, self.git_dir, self._index_file, self.worktree)
-        first = self._git.run("add", "--all", "--", ".", check=False)
+        exclude_virtual_environments(self.worktree, self.git_dir / "info" / "exclude")
+        add = ("add", "--all", "--", ".")
+        first = self._git.run(*add, check=False)
         if first.returncode != 0:
             # A nested repository without a commit cannot be added even as a pointer; leave such
             # directories out from now on and try once more, so that one `git init` by a tool
             # does not stop every later checkpoint.
             if not self._exclude_nested_repositories():
                 raise GitFailed(("add", "--all"), first.returncode, first.stderr)
-            self._git.run("add", "--all", "--", ".")
+            self._git.run(*add)
         return self._git.text("write-tree")
 
     def _exclude_nested_repositories(self) -> bool:
