@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -88,6 +89,13 @@ def step_census(rows: list[dict[str, Any]], show: int) -> list[str]:
     return out
 
 
+def _for_markdown(text: str) -> str:
+    """One table cell: no pipes or backticks, and absolute paths cut to their file names (a
+    summary names no machine's folders)."""
+    text = re.sub(r"(?<![\w.])/(?:[\w.+-]+/)+", "", text)
+    return " ".join(text.replace("|", "/").replace("`", "'").split())
+
+
 def markdown_report(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> str:
     """A summary for docs/benchmarks.md: the class table, and each environment-caused or
     unexplained difference with its first piece of evidence."""
@@ -106,9 +114,9 @@ def markdown_report(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> str:
     if listed:
         out += ["", "| instance | resolved | class | cause |", "|---|---|---|---|"]
     for v in sorted(listed, key=lambda v: v.instance_id):
-        cause = (v.evidence[0] if v.evidence else "").replace("|", "/").replace("`", "'")
+        cause = _for_markdown("; ".join(v.evidence[:2]))
         mark = "yes" if v.instance_id in resolved else "no"
-        out.append(f"| {v.instance_id} | {mark} | {v.cls} | {cause[:200]} |")
+        out.append(f"| {v.instance_id} | {mark} | {v.cls} | {cause[:400]} |")
     return "\n".join(out)
 
 

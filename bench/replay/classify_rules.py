@@ -82,6 +82,7 @@ _FAILURE_LINE = re.compile(
     r"(?m)^(?:[\w.]*(?:Error|Exception)\b|E\s+[\w.]*Error\b|fatal: |.*command not found"
     r"|.*Read-only file system|.*Network is unreachable)"
 )
+_NOISE = re.compile(r"^\s*$|^\s*[\^~]+\s*$|^\[exit code -?\d+\]")
 _TRACEBACK_FILE = re.compile(r'File "([^"]+)", line \d+')
 _WRITES = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([\w./-]+)")
 
@@ -167,8 +168,10 @@ def producers(path: str, commands: list[str]) -> list[int]:
     return [i for i, c in enumerate(commands) if any(n in c for n in names)]
 
 
-def _first_lines(step: dict[str, Any], n: int = 3) -> str:
-    lines = [ln for ln in str(step.get("tail") or step.get("head") or "").splitlines() if ln]
+def _last_lines(step: dict[str, Any], n: int = 2) -> str:
+    """The last telling lines of a step's output: no caret markers, no exit code notes."""
+    text = str(step.get("tail") or step.get("head") or "")
+    lines = [ln.strip() for ln in text.splitlines() if not _NOISE.match(ln)]
     return " | ".join(lines[-n:])[:300]
 
 
@@ -216,7 +219,7 @@ def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:
     found = [(_inherited(cause_of(d), d, diverged), d) for d in candidates]
     evidence = [
         f"{path}: step {d['step']} `{d['command'][:80]}` rc {d['orig_rc']} -> {d['replay_rc']} "
-        f"[{cause}: {label}] {_first_lines(d)}"
+        f"[{cause}: {label}] {_last_lines(d)}"
         for (cause, label), d in found
     ]
     causes = {cause for (cause, _), _ in found}
@@ -261,10 +264,10 @@ def classify(result: dict[str, Any]) -> Verdict:
             for d in result["denied"]
         ]
         return Verdict(iid, "refused", lines)
-    worst, evidence = "environment", list(env_lines)
+    worst, evidence = "environment", []
     order = ("environment", "sandbox", "kestrel-defect")
     for path in rest:
         cls, lines = _explain_path(path, result)
         evidence += lines
         worst = max(worst, cls, key=order.index)
-    return Verdict(iid, worst, evidence)
+    return Verdict(iid, worst, evidence + env_lines)

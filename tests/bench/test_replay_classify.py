@@ -293,3 +293,13 @@ def test_a_syntax_error_in_a_script_the_replay_wrote_is_not_the_environment() ->
     mark_own_scripts(steps, ["cat <<'EOF' > /testbed/repro.py\nprint(x)\nEOF", "python repro.py"])
     assert cause_of(steps[0]) == ("unexplained", "repro.py, which a replayed command wrote, fails")
     assert cause_of(steps[1]) == ("environment", "old code on this interpreter")
+
+
+def test_the_markdown_names_no_folder_of_the_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    detail = "ScriptExhausted: no more replies (script /srv/replays/runs/x__x-1/script.json)"
+    row = _result(status="identical", finish={"reason": "error", "detail": detail})
+    assert main([str(_write(tmp_path / "r.jsonl", [row])), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "(script script.json)" in md and "/srv" not in md

@@ -89,7 +89,10 @@ def test_replay_reproduces_one_run_and_explains_the_other(tmp_path: Path) -> Non
     verdicts = {iid: classify(r) for iid, r in rows.items()}
     assert verdicts["demo__demo-1"].cls == "identical"
     assert verdicts["demo__demo-2"].cls == "environment", verdicts["demo__demo-2"].evidence
-    assert "No module named 'demo_missing_dependency'" in verdicts["demo__demo-2"].evidence[1]
+    why_data, why_cfg = verdicts["demo__demo-2"].evidence
+    assert why_data.startswith("data.txt: step 1 `cd ")
+    assert "No module named 'demo_missing_dependency'" in why_data
+    assert why_cfg == "setup.cfg: changed before the original run; no command touches it"
 
 
 def test_a_work_dir_that_is_not_a_checkout_is_never_deleted(tmp_path: Path) -> None:
