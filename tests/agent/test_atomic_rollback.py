@@ -12,6 +12,7 @@ from kestrel.agent.loop import AgentLoop
 from kestrel.agent.rollback import ResumePolicy, is_idempotent, roll_back_command
 from kestrel.agent.session import KEPT_LABEL, ResumeEnvironment, resume, rewind
 from kestrel.app import GitCheckpointer
+from kestrel.cli.session_steps import resume_policy
 from kestrel.models.scripted import call, say
 from kestrel.protocol.events import (
     CheckpointCreated,
@@ -22,6 +23,7 @@ from kestrel.protocol.events import (
     ToolStarted,
 )
 from kestrel.protocol.messages import AssistantTurn, ToolCall, Usage
+from kestrel.settings import Settings
 from kestrel.workspace import CheckpointStore
 
 pytestmark = pytest.mark.system
@@ -176,3 +178,13 @@ def test_reads_and_verify_are_idempotent_and_edits_are_not() -> None:
     assert is_idempotent(ToolCall(id="c", name="grep", arguments="{}"), "read")
     assert is_idempotent(ToolCall(id="c", name="verify", arguments="{}"), "execute")
     assert not is_idempotent(ToolCall(id="c", name="write_file", arguments="{}"), "edit")
+
+
+def test_what_commands_could_reach_comes_from_the_sandbox_settings() -> None:
+    assert resume_policy(Settings()).outside == ""
+    allowed = Settings(network="allowlist", network_allow=["pypi.org", "*.pythonhosted.org"])
+    assert resume_policy(allowed).outside == "the network hosts pypi.org, *.pythonhosted.org"
+    assert resume_policy(Settings(network="host")).outside == "the network"
+    assert "unsandboxed" in resume_policy(Settings(sandbox="none")).outside
+    rerun = Settings.model_validate({"tools": {"rerun_interrupted": True}})
+    assert resume_policy(rerun).rerun_idempotent

@@ -105,10 +105,7 @@ def roll_back_command(
         "it, so nothing of it remains in the workspace. Run it again if it is still needed."
     )
     if policy.outside:
-        text += (
-            f" It could reach {policy.outside}, outside the workspace: whatever it did there "
-            "was not undone."
-        )
+        text += f" It could reach {policy.outside}: whatever it did there was not undone."
     return Settled(interrupted(call, text), restore=point)
 
 

@@ -152,7 +152,7 @@ def resume_policy(settings: Settings) -> ResumePolicy:
     """How a resume settles cut-short calls, and what commands could reach that no rollback
     undoes: anything, without a sandbox; the network, when the sandbox lets them out."""
     if settings.sandbox == "none":
-        outside = "anything outside the workspace (commands run without a sandbox)"
+        outside = "files outside the workspace and the network (commands run unsandboxed)"
     elif settings.network == "host":
         outside = "the network"
     elif settings.network == "allowlist":
