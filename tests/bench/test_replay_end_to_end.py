@@ -3,6 +3,7 @@ its bubblewrap sandbox, then the classifier over what it wrote."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -15,13 +16,26 @@ from classify import load_results
 from classify_rules import classify
 from run import main
 
+from kestrel.sandbox.probe import probe
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "replay"
 IDS = ("demo__demo-1", "demo__demo-2")
 
-needs_bwrap = pytest.mark.skipif(
-    shutil.which("bwrap") is None and not os.environ.get("CI"),
-    reason="bubblewrap is not installed (CI installs it, and there this test must run)",
-)
+
+@pytest.fixture(scope="module")
+def sandbox_ready() -> None:
+    """Skip where bubblewrap is missing or cannot start a sandbox here; in CI, fail instead."""
+    why = ""
+    if shutil.which("bwrap") is None:
+        why = "bubblewrap is not installed"
+    else:
+        report = asyncio.run(probe())
+        if not report.ok:
+            why = f"the sandbox cannot start here: {'; '.join(report.fixes())}"
+    if why and os.environ.get("CI"):
+        pytest.fail(f"{why}, and CI must run the replay test")
+    if why:
+        pytest.skip(why)
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -56,7 +70,7 @@ def _trajectories(tmp: Path, workdir: Path) -> Path:
     return root
 
 
-@needs_bwrap
+@pytest.mark.usefixtures("sandbox_ready")
 def test_replay_reproduces_one_run_and_explains_the_other(tmp_path: Path) -> None:
     mirrors, base = _mirror(tmp_path)
     workdir = tmp_path / "testbed"
