@@ -7,7 +7,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,7 +15,8 @@ import numpy as np
 from kestrel.context.embed import Embedder
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
 from kestrel.context.inventory import Entry, classify, list_files
-from kestrel.context.lexical import Bm25Index, ScoreArray, Vocabulary
+from kestrel.context.lexical import Bm25Index, ScoreArray
+from kestrel.context.loading import SnapshotWriter, load_index
 from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
 from kestrel.context.postings import CHUNK_SEP, Postings
 from kestrel.context.query import TaskQuery, parse_query
@@ -102,8 +102,6 @@ class ContextEngine:
         """Worker processes for big reads; 0 reads every file in the engine's own thread."""
         self._store = store
         self._embedder = embedder
-        self._vocab = Vocabulary(store.vocabulary())
-        self._records: dict[str, FileRecord] = {}
         self._pending: set[str] = set()
         """Paths being read: their postings are old or missing, so queries leave them out."""
         self._building: set[str] | None = None
@@ -115,13 +113,22 @@ class ContextEngine:
         self._lock = threading.RLock()
         self.stale_caught = 0
         self._watcher: ChangeWatcher | None = None
-        for record in store.records():
-            self._records[record.path] = record
-        self._post = Postings.built(self._ranked(), self._has_vectors)
+        self._snapshots = SnapshotWriter(store)
+        loaded = load_index(store, self._has_vectors)
+        self._vocab = loaded.vocab
+        self._records: dict[str, FileRecord] = loaded.records
+        self._post = loaded.post
+        self.opened_from_snapshot = loaded.from_snapshot
+        """Whether the postings came from the snapshot (else every record was decoded)."""
+        self.notice = _notice(store, loaded.note)
+        """Why the index or its snapshot had to be rebuilt on opening ("" when it did not)."""
+        if not loaded.from_snapshot:
+            self._snapshots.schedule(self._vocab, self._records, self._post)
         # Built now and kept up to date: built on a first query, they cost it 0.4 s at 31k files.
         self._path_index = PathIndex(list(self._records))
         self._kinds: dict[str, str] = {p: r.kind for p, r in self._records.items()}
-        gc.collect()  # what loading left behind, before the rest is settled
+        if not loaded.from_snapshot:
+            gc.collect()  # what decoding left behind, before the rest is settled
         _settle()
 
     @classmethod
@@ -154,6 +161,7 @@ class ContextEngine:
         with self._lock:
             if self._watcher is not None:
                 self._watcher.stop()
+            self._snapshots.wait()
             self._store.close()
 
     def watch(self) -> bool:
@@ -348,7 +356,7 @@ class ContextEngine:
             # Many files replaced one by one leave dead entries behind: rebuilt here, off the
             # lock when in the background, rather than inside one update under the lock.
             if bulk or self._post.crowded():
-                self._rebuild(serving=job is not None)
+                self._rebuild(serving=job is not None, final=True)
             with self._lock:
                 # What was not read (stopped, or failed) is planned again by the next refresh.
                 for entry in todo:
@@ -404,7 +412,7 @@ class ContextEngine:
                 and old.content_hash == record.content_hash
                 and not self._lacks_vectors(old)
             ):
-                restat = replace(old, size=entry.size, mtime_ns=entry.mtime_ns)
+                restat = old.restat(entry.size, entry.mtime_ns)
                 touched.append((entry.path, entry.size, entry.mtime_ns))
                 if entry.path in self._applied:
                     # Read by a bulk read whose rebuild is to come: it waits with the rest.
@@ -449,7 +457,7 @@ class ContextEngine:
             vectors=vectors,
         )
 
-    def _rebuild(self, *, serving: bool) -> None:
+    def _rebuild(self, *, serving: bool, final: bool = False) -> None:
         """Build the postings afresh from the records.
 
         `serving`: off the lock, while queries use the old postings, then swapped in; changes
@@ -459,7 +467,10 @@ class ContextEngine:
         with self._lock:
             if not serving and self._building is None:
                 self._post = Postings()
-                self._swap(Postings.built(self._ranked(), self._has_vectors), set())
+                fresh = Postings.built(self._ranked(), self._has_vectors)
+                if final:
+                    self._snapshots.schedule(self._vocab, self._records, fresh)
+                self._swap(fresh, set())
                 _settle()
                 return
             ranked = self._ranked()
@@ -471,6 +482,9 @@ class ContextEngine:
             self._building = set()
         try:
             fresh = Postings.built(ranked, self._has_vectors)
+            if final:
+                with self._lock:
+                    self._snapshots.schedule(self._vocab, dict(self._records), fresh)
         except BaseException:
             with self._lock:
                 self._building = None
@@ -499,14 +513,14 @@ class ContextEngine:
         return [r for r in self._records.values() if r.kind in RANKED_KINDS]
 
     def _has_vectors(self, record: FileRecord) -> bool:
-        return record.vectors is not None and not self._lacks_vectors(record)
+        return record.vector_shape is not None and not self._lacks_vectors(record)
 
     def _lacks_vectors(self, record: FileRecord) -> bool:
         """Whether a ranked file still needs embedding by the current embedder."""
         if self._embedder is None or record.kind not in RANKED_KINDS:
             return False
-        vectors = record.vectors
-        return vectors is None or vectors.shape != (len(record.chunks) + 1, self._embedder.dim)
+        shape = record.vector_shape
+        return shape is None or shape != (record.chunk_count + 1, self._embedder.dim)
 
     def _set_record(self, record: FileRecord) -> None:
         """Record new content whose postings wait for the next rebuild (the path stays pending)."""
@@ -560,7 +574,7 @@ class ContextEngine:
     def definitions_named(self, name: str) -> list[tuple[str, Symbol]]:
         """Definitions whose short name is exactly `name`."""
         with self._lock:
-            by_path = self._post.by_name.get(name, {})
+            by_path = self._post.names.get(name)
             return [(path, symbol) for path, symbols in by_path.items() for symbol in symbols]
 
     def search(self, text: str, k: int = 10, *, symbols_per_file: int = 3) -> SearchResult:
@@ -678,9 +692,7 @@ class ContextEngine:
 
     def _named_symbol(self, path: str, qualname: str) -> Symbol | None:
         record = self._post.held.get(path)
-        if record is None or record.symbols is None:
-            return None
-        return next((s for s in record.symbols.definitions if s.qualname == qualname), None)
+        return None if record is None else record.definition_named(qualname)
 
     def _semantic(
         self, query: TaskQuery, symbol_scores: dict[tuple[str, str], float]
@@ -708,9 +720,7 @@ class ContextEngine:
 
     def _symbol(self, path: str, index: int) -> Symbol | None:
         record = self._post.held.get(path)
-        if record is None or record.symbols is None or index >= len(record.symbols.definitions):
-            return None
-        return record.symbols.definitions[index]
+        return None if record is None else record.definition(index)
 
     def _is_fresh(self, path: str, digest: str) -> bool:
         record = self._records.get(path)
@@ -724,6 +734,14 @@ class ContextEngine:
             return classify(path, (self.root / path).read_bytes()).content_hash == digest
         except OSError:
             return False
+
+
+def _notice(store: IndexStore, note: str) -> str:
+    if store.outdated is not None:
+        return f"the index was in format {store.outdated}, not the current one: it is rebuilt"
+    if store.migrated is not None:
+        return f"the index was in format {store.migrated}: brought up to the current one"
+    return f"the postings snapshot was not used ({note}): rebuilt from the index" if note else ""
 
 
 def _settle() -> None:

@@ -5,37 +5,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from kestrel.context.lexical import FloatArray, IntArray
 from kestrel.context.model import FileKind, FileSymbols, Symbol
+from kestrel.context.record import FileRecord
 
-SCHEMA_VERSION = "3"
+__all__ = ["SCHEMA_VERSION", "FileRecord", "Head", "IndexStore", "default_cache_dir"]
+
+SCHEMA_VERSION = "4"
 """Bump when the layout, tokenisation or analysis changes: old indexes are then rebuilt."""
 INDEX_FILE_NAME = "index.sqlite"
+_MIGRATES = frozenset({"3"})
+"""Older formats whose rows are kept: version 4 only added the `files_head` index."""
 
-
-@dataclass(frozen=True, slots=True)
-class FileRecord:
-    """Everything the index keeps about one file."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    content_hash: str
-    kind: FileKind
-    symbols: FileSymbols | None
-    terms: tuple[IntArray, FloatArray]
-    chunks: tuple[tuple[IntArray, FloatArray], ...]
-    vectors: npt.NDArray[np.float16] | None = None
-    """One unit vector per chunk, then one for the file: shape (len(chunks) + 1, dim)."""
+Head = tuple[str, int, int, str, FileKind]
+"""A record without its body: path, size, mtime_ns, content hash and kind."""
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
@@ -65,7 +56,14 @@ CREATE TABLE IF NOT EXISTS files (
   chunk_offsets BLOB NOT NULL, chunk_terms BLOB NOT NULL, chunk_tfs BLOB NOT NULL,
   vectors BLOB
 );
+CREATE INDEX IF NOT EXISTS files_head ON files(path, size, mtime_ns, hash, kind);
 """
+
+
+_SELECT = (
+    "SELECT path, size, mtime_ns, hash, kind, symbols, terms, tfs,"
+    " chunk_offsets, chunk_terms, chunk_tfs, vectors FROM files"
+)
 
 
 class IndexStore:
@@ -87,18 +85,33 @@ class IndexStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         version = self._version()
-        if version not in (None, SCHEMA_VERSION):
+        self.outdated: str | None = None
+        """The format of an index found in an older layout, which was dropped to rebuild."""
+        self.migrated: str | None = None
+        """The format of an index found in an older layout that only lacked an index table."""
+        if version in _MIGRATES:
+            self.migrated = version
+        elif version not in (None, SCHEMA_VERSION):
             # An index is a cache: an old layout is rebuilt, never migrated.
+            self.outdated = version
             self._db.executescript("DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS vocab;")
+            self._db.execute("DELETE FROM meta WHERE key = 'token'")
         self._db.executescript(_SCHEMA)
         self._db.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+        )
+        self.token = self._meta("token") or secrets.token_hex(8)
+        """Names this database's term ids: a snapshot made for another database is not used."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('token', ?)", (self.token,)
         )
         if embedder is not None and self._meta("embedder") != embedder:
             self._db.execute("UPDATE files SET vectors = NULL")
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedder', ?)", (embedder,)
             )
+        self.embedder = self._meta("embedder")
+        """The model whose vectors the index holds (None: none yet)."""
         self._db.commit()
 
     def close(self) -> None:
@@ -120,19 +133,37 @@ class IndexStore:
         """All terms, by id."""
         return [row[0] for row in self._db.execute("SELECT term FROM vocab ORDER BY id")]
 
+    def vocabulary_from(self, start: int) -> list[str]:
+        """The terms with ids from `start` on, by id."""
+        rows = self._db.execute("SELECT term FROM vocab WHERE id >= ? ORDER BY id", (start,))
+        return [row[0] for row in rows]
+
+    def vocabulary_size(self) -> int:
+        """How many terms there are (ids are dense from 0)."""
+        return int(self._db.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM vocab").fetchone()[0])
+
+    def heads(self) -> list[Head]:
+        """Every record's stat, hash and kind, read from an index without touching the bodies."""
+        rows = self._db.execute(
+            "SELECT path, size, mtime_ns, hash, kind FROM files INDEXED BY files_head"
+        )
+        return rows.fetchall()
+
+    def record(self, path: str) -> FileRecord | None:
+        """One stored record, whole."""
+        row = self._db.execute(f"{_SELECT} WHERE path = ?", (path,)).fetchone()
+        return None if row is None else _record(row)
+
     def records(self) -> Iterator[FileRecord]:
         """Every stored file record."""
-        cursor = self._db.execute(
-            "SELECT path, size, mtime_ns, hash, kind, symbols, terms, tfs,"
-            " chunk_offsets, chunk_terms, chunk_tfs, vectors FROM files"
-        )
+        cursor = self._db.execute(_SELECT)
         for row in cursor:
             yield _record(row)
 
     def save(
         self,
         *,
-        vocabulary: list[str],
+        vocabulary: Sequence[str],
         upserts: Iterable[FileRecord],
         removals: Iterable[str],
     ) -> None:
@@ -168,7 +199,7 @@ def _row(r: FileRecord) -> tuple[object, ...]:
         r.mtime_ns,
         r.content_hash,
         r.kind,
-        None if r.symbols is None else json.dumps(_symbols_json(r.symbols)),
+        None if r.symbols is None else symbols_json(r.symbols),
         r.terms[0].astype(np.int32).tobytes(),
         r.terms[1].astype(np.float32).tobytes(),
         offsets.tobytes(),
@@ -193,7 +224,7 @@ def _record(row: tuple[object, ...]) -> FileRecord:
         mtime_ns=int(str(mtime)),
         content_hash=str(digest),
         kind=str(kind),  # type: ignore[arg-type]
-        symbols=None if symbols is None else _symbols_from(json.loads(str(symbols))),
+        symbols=None if symbols is None else symbols_from_json(str(symbols)),
         terms=(
             np.frombuffer(_bytes(terms), dtype=np.int32),
             np.frombuffer(_bytes(tfs), dtype=np.float32),
@@ -213,6 +244,16 @@ def _vectors(data: bytes, rows: int) -> npt.NDArray[np.float16] | None:
 def _bytes(value: object) -> bytes:
     assert isinstance(value, bytes)
     return value
+
+
+def symbols_json(s: FileSymbols) -> str:
+    """A symbol table as the index stores it."""
+    return json.dumps(_symbols_json(s))
+
+
+def symbols_from_json(text: str | bytes) -> FileSymbols:
+    """A symbol table from what `symbols_json` wrote."""
+    return _symbols_from(json.loads(text))
 
 
 def _symbols_json(s: FileSymbols) -> dict[str, object]:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-IntArray = npt.NDArray[np.int32]
-FloatArray = npt.NDArray[np.float32]
+from kestrel.context.vocab import FloatArray, IntArray, Vocabulary
+
+__all__ = ["Bm25Export", "Bm25Index", "FloatArray", "IntArray", "ScoreArray", "Vocabulary"]
+
 ScoreArray = npt.NDArray[np.float64]
 
 _MIN_DOCS_TO_SKIP = 50
@@ -22,55 +23,6 @@ _FOLD_LIMIT = 1.0
 """Past this share, `put` folds everything into a new base itself, whatever it costs then."""
 _MAX_TAIL = 8
 """Segments after the base beyond this are merged into one: each costs a pass per query."""
-
-
-class Vocabulary:
-    """Term strings to dense integer ids; ids only grow, so stored arrays stay valid.
-
-    Adding terms is serialised (files are turned into vectors on more than one thread); looking
-    one up takes no lock.
-    """
-
-    __slots__ = ("_ids", "_lock", "terms")
-
-    def __init__(self, terms: Iterable[str] = ()) -> None:
-        # Built in one pass (repeats keep their first id, as `intern` would give them): interning
-        # a stored vocabulary term by term took half a second.
-        self.terms: list[str] = list(dict.fromkeys(terms))
-        self._ids: dict[str, int] = dict(zip(self.terms, range(len(self.terms)), strict=True))
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self.terms)
-
-    def intern(self, term: str) -> int:
-        """The id of `term`, adding it when new."""
-        found = self._ids.get(term)
-        if found is None:
-            with self._lock:
-                found = self._add(term)
-        return found
-
-    def _add(self, term: str) -> int:
-        found = self._ids.get(term)
-        if found is None:
-            # The term goes in the list first: an id in the map always names a listed term.
-            self.terms.append(term)
-            found = self._ids[term] = len(self.terms) - 1
-        return found
-
-    def get(self, term: str) -> int | None:
-        """The id of `term`, or None when no document ever had it."""
-        return self._ids.get(term)
-
-    def vector(self, weights: Mapping[str, float]) -> tuple[IntArray, FloatArray]:
-        """A document as parallel arrays of term ids and weights, ids ascending."""
-        n = len(weights)
-        with self._lock:
-            ids = np.fromiter(map(self._add, weights), dtype=np.int32, count=n)
-        tfs = np.fromiter(weights.values(), dtype=np.float32, count=n)
-        order = np.argsort(ids)
-        return ids[order], tfs[order]
 
 
 @dataclass(slots=True)
@@ -118,15 +70,62 @@ def _grown(array: npt.NDArray[_A], size: int) -> npt.NDArray[_A]:
     return bigger
 
 
+class StoredDocs(Protocol):
+    """Documents kept outside the index (a mapped snapshot), in slots 0 to `count` - 1."""
+
+    count: int
+
+    def key(self, slot: int) -> str:
+        """The key of a stored slot."""
+        ...
+
+    def find(self, key: str) -> int | None:
+        """The stored slot of `key`, if it has one."""
+        ...
+
+    def doc(self, slot: int) -> tuple[IntArray, FloatArray]:
+        """The vector of a stored slot."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Export:
+    """An index built whole, as arrays: what a snapshot keeps and restores."""
+
+    terms: IntArray
+    offsets: npt.NDArray[np.int64]
+    slots: IntArray
+    tfs: FloatArray
+    length: ScoreArray
+    df: npt.NDArray[np.int64]
+    total_length: float
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The arrays by name (`total_length` aside)."""
+        return {name: getattr(self, name) for name in _EXPORTED}
+
+
+_EXPORTED = ("terms", "offsets", "slots", "tfs", "length", "df")
+
+
 class Bm25Index:
-    """Documents keyed by string; a removed key's slot is dead until the next fold."""
+    """Documents keyed by string; a removed key's slot is dead until the next fold.
+
+    A restored index keeps its first documents in `StoredDocs` (slots below `_first`), and
+    holds in memory only the keys and vectors of the documents added since.
+    """
 
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
+        self._stored: StoredDocs | None = None
+        self._first = 0
+        """Slots below this are stored; `_keys` and `_docs` hold the slots from it on."""
         self._keys: list[str] = []
         self._slot: dict[str, int] = {}
+        """Live keys held in memory (stored keys are found through `_stored`)."""
         self._docs: list[tuple[IntArray, FloatArray]] = []
+        self._live = 0
         self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._length: ScoreArray = np.zeros(0, dtype=np.float64)
         self._df: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -135,19 +134,68 @@ class Bm25Index:
         self._tail: list[_Segment] = []
         """Segments of the documents added since the base, oldest first, largest first."""
 
+    @classmethod
+    def restored(cls, export: Bm25Export, stored: StoredDocs, *, k1: float, b: float) -> Bm25Index:
+        """An index over `stored` whose postings are `export` (mapped arrays are not copied)."""
+        out = cls(k1=k1, b=b)
+        n = stored.count
+        if len(export.length) != n:
+            raise ValueError(f"postings of {len(export.length)} documents for {n} stored")
+        out._stored, out._first, out._live = stored, n, n
+        out._alive = np.ones(n, dtype=bool)
+        out._length = np.array(export.length, dtype=np.float64)
+        out._df = np.array(export.df, dtype=np.int64)
+        out._total_length = export.total_length
+        out._base = _Segment(0, n, export.terms, export.offsets, export.slots, export.tfs)
+        return out
+
+    def export(self) -> Bm25Export | None:
+        """The index as arrays, when it was built whole and nothing changed since."""
+        if self._stored is not None or self._tail or self._live != self._base.end:
+            return None
+        if self._base.end != len(self._keys):
+            return None
+        b, n = self._base, self._base.end
+        return Bm25Export(
+            b.terms, b.offsets, b.slots, b.tfs, self._length[:n], self._df, self._total_length
+        )
+
     def __len__(self) -> int:
-        return len(self._slot)
+        return self._live
 
     def __contains__(self, key: str) -> bool:
-        return key in self._slot
+        return self._find(key) is not None
 
     def keys(self) -> list[str]:
         """Keys of the live documents."""
-        return list(self._slot)
+        return [self.key_of(int(s)) for s in np.flatnonzero(self._alive[: self._count()])]
 
     def key_of(self, slot: int) -> str:
         """The key stored in a slot."""
-        return self._keys[slot]
+        if slot < self._first:
+            assert self._stored is not None
+            return self._stored.key(slot)
+        return self._keys[slot - self._first]
+
+    def _count(self) -> int:
+        return self._first + len(self._keys)
+
+    def _find(self, key: str) -> int | None:
+        slot = self._slot.get(key)
+        if slot is None and self._stored is not None:
+            slot = self._stored.find(key)
+            if slot is not None and not self._alive[slot]:
+                return None
+        return slot
+
+    def _doc(self, slot: int) -> tuple[IntArray, FloatArray]:
+        if slot < self._first:
+            assert self._stored is not None
+            return self._stored.doc(slot)
+        return self._docs[slot - self._first]
+
+    def _docs_in(self, start: int, end: int) -> list[tuple[IntArray, FloatArray]]:
+        return [self._doc(s) for s in range(start, end)]
 
     def bulk_load(self, items: Iterable[tuple[str, IntArray, FloatArray]]) -> None:
         """Replace everything with these documents, built as one segment."""
@@ -159,7 +207,7 @@ class Bm25Index:
         self._keys = list(latest)
         self._slot = {key: slot for slot, key in enumerate(self._keys)}
         self._docs = list(latest.values())
-        n = len(self._docs)
+        n = self._live = len(self._docs)
         self._alive = np.ones(n, dtype=bool)
         if n == 0:
             return
@@ -176,36 +224,38 @@ class Bm25Index:
         """Add or replace one document."""
         self.remove(key)
         self._append(key, ids, tfs)
-        if self._added() > _FOLD_LIMIT * max(len(self._slot), 1000):
+        if self._added() > _FOLD_LIMIT * max(self._live, 1000):
             self._fold()
 
     def crowded(self) -> bool:
         """Whether enough was added since the base that rebuilding whole is worth it now."""
-        return self._added() > _CROWDED * max(len(self._slot), 1000)
+        return self._added() > _CROWDED * max(self._live, 1000)
 
     def _added(self) -> int:
-        return len(self._keys) - self._base.end
+        return self._count() - self._base.end
 
     def remove(self, key: str) -> None:
         """Drop one document; absent keys are ignored."""
-        slot = self._slot.pop(key, None)
+        slot = self._find(key)
         if slot is None:
             return
-        ids, _ = self._docs[slot]
+        self._slot.pop(key, None)
+        ids, _ = self._doc(slot)
         self._alive[slot] = False
+        self._live -= 1
         self._df[ids] -= 1
         self._total_length -= self._length[slot]
 
     def document(self, key: str) -> tuple[IntArray, FloatArray] | None:
         """The stored vector of a live document."""
-        slot = self._slot.get(key)
-        return None if slot is None else self._docs[slot]
+        slot = self._find(key)
+        return None if slot is None else self._doc(slot)
 
     def scores(self, query: Mapping[int, float], *, max_df_share: float = 0.6) -> ScoreArray:
         """BM25 of every slot for a weighted bag of term ids (dead slots score 0)."""
-        n = len(self._keys)
+        n = self._count()
         out = np.zeros(n, dtype=np.float64)
-        live = len(self._slot)
+        live = self._live
         if live == 0 or not query:
             return out
         avg = self._total_length / live
@@ -248,7 +298,8 @@ class Bm25Index:
         return out
 
     def _append(self, key: str, ids: IntArray, tfs: FloatArray) -> None:
-        slot = len(self._keys)
+        slot = self._count()
+        self._live += 1
         self._keys.append(key)
         self._slot[key] = slot
         self._docs.append((ids, tfs))
@@ -274,18 +325,19 @@ class Bm25Index:
         binary counter (a new one joins the previous while at least half its size), so each
         document is rebuilt a logarithmic number of times and few segments are searched.
         """
-        n = len(self._keys)
+        n = self._count()
         covered = self._tail[-1].end if self._tail else self._base.end
         if covered < n:
-            self._tail.append(_segment(covered, self._docs[covered:n]))
+            self._tail.append(_segment(covered, self._docs_in(covered, n)))
             while len(self._tail) >= 2 and 2 * _size(self._tail[-1]) >= _size(self._tail[-2]):
                 newer, older = self._tail.pop(), self._tail.pop()
-                self._tail.append(_segment(older.start, self._docs[older.start : newer.end]))
+                self._tail.append(_segment(older.start, self._docs_in(older.start, newer.end)))
             if len(self._tail) > _MAX_TAIL:
                 start = self._tail[0].start
-                self._tail = [_segment(start, self._docs[start:n])]
+                self._tail = [_segment(start, self._docs_in(start, n))]
         return [self._base, *self._tail]
 
     def _fold(self) -> None:
-        live = [(k, *self._docs[s]) for k, s in sorted(self._slot.items(), key=lambda kv: kv[1])]
+        slots = np.flatnonzero(self._alive[: self._count()]).tolist()
+        live = [(self.key_of(s), *self._doc(s)) for s in slots]
         self.bulk_load(live)

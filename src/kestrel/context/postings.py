@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
-from kestrel.context.index_store import FileRecord
-from kestrel.context.lexical import Bm25Index
-from kestrel.context.model import Symbol
+from kestrel.context.lexical import Bm25Export, Bm25Index
+from kestrel.context.names import Names
+from kestrel.context.record import FileRecord
 from kestrel.context.semantic import VectorIndex
+from kestrel.context.snapshot import Snapshot
+from kestrel.context.stored import CHUNK_SEP, StoredChunks, StoredFiles, exported
 
-CHUNK_SEP = "\0"
-"""Joins a path and a definition's position into a chunk key."""
+__all__ = ["CHUNK_SEP", "HasVectors", "Postings"]
+
 
 HasVectors = Callable[[FileRecord], bool]
+_K1 = 1.2
+_FILE_B = 0.75
+_CHUNK_B = 0.5
+"""Definitions vary less in length than files; normalising less keeps long ones findable."""
 
 
 class Postings:
@@ -23,16 +29,48 @@ class Postings:
     """
 
     def __init__(self) -> None:
-        self.files = Bm25Index(k1=1.2, b=0.75)
-        # Definitions vary less in length than files; normalising less keeps long ones findable.
-        self.chunks = Bm25Index(k1=1.2, b=0.5)
+        self.files = Bm25Index(k1=_K1, b=_FILE_B)
+        self.chunks = Bm25Index(k1=_K1, b=_CHUNK_B)
         self.vectors = VectorIndex()
-        self.by_name: dict[str, dict[str, tuple[Symbol, ...]]] = {}
-        """Definitions by short name, then by path: dropping a file touches only its names.
-
-        Tuples, not lists: with only tuples and strings inside, the garbage collector skips them.
-        """
+        self.names = Names()
+        """Definitions by short name, then by path: dropping a file touches only its names."""
         self.held: dict[str, FileRecord] = {}
+
+    @classmethod
+    def restored(
+        cls, snapshot: Snapshot, ranked: Sequence[FileRecord | None], has_vectors: HasVectors
+    ) -> Postings:
+        """The postings a snapshot holds, for its ranked records still current.
+
+        `ranked[i]` is the record of the snapshot's ranked slot i, None where the file changed
+        or went since: those slots are dropped, nothing else is built.
+        """
+        out = cls()
+        files = StoredFiles(snapshot)
+        out.files = Bm25Index.restored(exported(snapshot, "f"), files, k1=_K1, b=_FILE_B)
+        chunks = StoredChunks(snapshot, files)
+        out.chunks = Bm25Index.restored(exported(snapshot, "c"), chunks, k1=_K1, b=_CHUNK_B)
+        out.names = Names(snapshot, files)
+        out.held = {r.path: r for r in ranked if r is not None}
+        for slot, record in enumerate(ranked):
+            if record is None:
+                path = snapshot.paths[slot]
+                out.files.remove(path)
+                for i in range(snapshot.chunk_count(slot)):
+                    out.chunks.remove(f"{path}{CHUNK_SEP}{i}")
+                out.names.remove(path, None)
+        if snapshot.array("has_vectors").any():
+            out.vectors.bulk_load(
+                (r.path, r.vectors)  # type: ignore[misc]
+                for r in out.held.values()
+                if r.vector_shape is not None and has_vectors(r)
+            )
+        return out
+
+    def exports(self) -> tuple[Bm25Export, Bm25Export] | None:
+        """The BM25 postings as arrays, when built whole and unchanged since (for a snapshot)."""
+        files, chunks = self.files.export(), self.chunks.export()
+        return None if files is None or chunks is None else (files, chunks)
 
     @classmethod
     def built(cls, records: Iterable[FileRecord], has_vectors: HasVectors) -> Postings:
@@ -48,7 +86,7 @@ class Postings:
             (r.path, r.vectors) for r in ranked if r.vectors is not None and has_vectors(r)
         )
         for record in ranked:
-            out._add_names(record)
+            out.names.add(record)
         return out
 
     def add(self, record: FileRecord, has_vectors: HasVectors) -> None:
@@ -60,7 +98,7 @@ class Postings:
             self.chunks.put(f"{record.path}{CHUNK_SEP}{i}", *chunk)
         if has_vectors(record) and record.vectors is not None:
             self.vectors.put(record.path, record.vectors)
-        self._add_names(record)
+        self.names.add(record)
 
     def crowded(self) -> bool:
         """Whether so much was replaced since they were built that building afresh pays."""
@@ -77,22 +115,7 @@ class Postings:
         if old is None:
             return
         self.files.remove(path)
-        for i in range(len(old.chunks)):
+        for i in range(old.chunk_count):
             self.chunks.remove(f"{path}{CHUNK_SEP}{i}")
         self.vectors.remove(path)
-        if old.symbols is not None:
-            for name in {symbol.name for symbol in old.symbols.definitions}:
-                owners = self.by_name.get(name)
-                if owners is not None:
-                    owners.pop(path, None)
-                    if not owners:
-                        del self.by_name[name]
-
-    def _add_names(self, record: FileRecord) -> None:
-        if record.symbols is None:
-            return
-        mine: dict[str, list[Symbol]] = {}
-        for symbol in record.symbols.definitions:
-            mine.setdefault(symbol.name, []).append(symbol)
-        for name, symbols in mine.items():
-            self.by_name.setdefault(name, {})[record.path] = tuple(symbols)
+        self.names.remove(path, old)

@@ -160,38 +160,40 @@ def fuse(
 
 
 class PathIndex:
-    """Repository paths by their trailing components, for matching partial paths."""
+    """Repository paths by their last component, for matching partial paths."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        # Every tail of every path, so a lookup is a few dict probes: comparing a mention of
-        # `__init__.py` with each of thousands of such files cost most of a query's time.
-        self._by_tail: dict[tuple[str, ...], list[str]] = {}
+        # By file name only: one entry per path is cheap to build on opening a big index, and
+        # a lookup compares the mention with the few paths of that name (a few thousand for
+        # `__init__.py`, microseconds each).
+        self._by_name: dict[str, list[str]] = {}
         for path in paths:
             self.add(path)
 
     def add(self, path: str) -> None:
         """Index one more path (one not held yet)."""
-        parts = tuple(path.split("/"))
-        for cut in range(len(parts)):
-            self._by_tail.setdefault(parts[cut:], []).append(path)
+        self._by_name.setdefault(path.rpartition("/")[2], []).append(path)
 
     def remove(self, path: str) -> None:
         """Forget one path; absent paths are ignored."""
-        parts = tuple(path.split("/"))
-        for cut in range(len(parts)):
-            tail = parts[cut:]
-            found = self._by_tail.get(tail)
-            if found is not None and path in found:
-                found.remove(path)
-                if not found:
-                    del self._by_tail[tail]
+        name = path.rpartition("/")[2]
+        found = self._by_name.get(name)
+        if found is not None and path in found:
+            found.remove(path)
+            if not found:
+                del self._by_name[name]
 
     def lookup(self, mentioned: str) -> list[str]:
         """Paths ending with the mentioned path, at a component boundary; longest match wins."""
         mentioned = mentioned.strip().lstrip("./")
         parts = tuple(part for part in PurePosixPath(mentioned).parts if part != "/")
+        candidates = self._by_name.get(parts[-1]) if parts else None
+        if not candidates:
+            return []
         for cut in range(len(parts)):
-            found = self._by_tail.get(parts[cut:])
+            tail = "/".join(parts[cut:])
+            ending = "/" + tail
+            found = [p for p in candidates if p == tail or p.endswith(ending)]
             if found:
-                return list(found) if len(found) <= 3 else []
+                return found if len(found) <= 3 else []
         return []
