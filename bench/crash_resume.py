@@ -422,6 +422,8 @@ def check_files(box: Sandbox, trial: Trial, ref: Reference, interrupted: set[str
     states = allowed_files(ref, interrupted)
     ending = next((name for name, state in states.items() if files == state), None)
     trial.ending = "half-done" if ending is None else ending.split(" (")[0]
+    if files == {k: v.encode() for k, v in PROJECT.items()}:
+        trial.ending = "untouched"  # Nothing applied: not half of anything (an error shows why).
     if ending is None:
         trial.problems.append("files differ from the reference: " + diff(ref.files, files))
     elif ending != "complete":
