@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from kestrel.agent import budget_notices, budgets, compaction, turn_budget
-from kestrel.agent.big_arguments import DeltaCap, shrink_message
+from kestrel.agent import budget_notices, budgets, model_step, turn_budget, window
 from kestrel.agent.cut_replies import CutReplies
 from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
@@ -28,31 +26,22 @@ from kestrel.agent.ports import (
     ToolEnvironment,
     Verifier,
 )
-from kestrel.agent.prompt import with_task_list
 from kestrel.agent.recovery import LoopRecovery
 from kestrel.agent.routing import Step, role_for
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
-from kestrel.agent.usage_estimate import estimated_usage
 from kestrel.policy.gate import PermissionGate
 from kestrel.policy.hooks import HookEvent, HookRunner, HookVerdict
 from kestrel.protocol.errors import ProviderError
 from kestrel.protocol.events import (
     ContextAdded,
-    ContextCompacted,
     ErrorOccurred,
     Event,
     FinishReason,
     Limits,
     LoopDetected,
     ModelCompleted,
-    ModelRequestStarted,
-    ModelRetrying,
     ModelRole,
-    ModelSwitched,
-    ModelTextDelta,
-    ModelToolCallDelta,
-    MovedOutput,
     PermissionMode,
     PromptBlocked,
     Record,
@@ -62,12 +51,7 @@ from kestrel.protocol.events import (
 )
 from kestrel.protocol.messages import (
     AssistantTurn,
-    Completion,
-    Message,
-    ModelRequest,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
     ToolResultTurn,
     Usage,
 )
@@ -76,20 +60,6 @@ from kestrel.tools.registry import ToolRegistry
 
 MAX_STOP_BLOCKS = 5
 """How many times in a row Stop hooks may send the model back to work before it may stop."""
-
-
-def _overflow(needed: int, room: int) -> str:
-    return (
-        f"the conversation needs about {needed:,} tokens, more than the {room:,} the context "
-        "window leaves for input, even after compaction; start a new session or raise "
-        "[compaction] window_tokens if the model allows more"
-    )
-
-
-def _stopped_by(verdict: HookVerdict) -> str:
-    return (
-        f"a hook stopped the session: {verdict.stop_reason or verdict.reason or 'no reason given'}"
-    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,7 +216,7 @@ class AgentLoop:
                         return self._finish("unverified", verified.reason)
                     verdict = await self._hook("Stop", {"stop_hook_active": stop_continues > 0})
                     if verdict is not None and verdict.stop_session:
-                        return self._finish("hook", _stopped_by(verdict))
+                        return self._finish("hook", window.stopped_by(verdict))
                     if verdict is not None and verdict.block and stop_continues < MAX_STOP_BLOCKS:
                         stop_continues += 1
                         reason = verdict.reason or "a Stop hook asked to keep going"
@@ -274,7 +244,7 @@ class AgentLoop:
                 "SessionStart", {"source": "resume" if resumed else "startup"}
             )
             if verdict is not None and verdict.stop_session:
-                return self._finish("hook", _stopped_by(verdict))
+                return self._finish("hook", window.stopped_by(verdict))
             if verdict is not None and verdict.additional_context:
                 self.emit(ContextAdded(source="SessionStart hook", text=verdict.additional_context))
         prompt = self.state.unanswered_prompt
@@ -310,173 +280,14 @@ class AgentLoop:
 
     def _reporters(self, request_id: str, role: ModelRole) -> tuple[OnRetry, OnSwitch]:
         """Callbacks that log the request's retries and its moves to another model."""
-
-        def on_retry(attempt: int, delay_s: float, error: ProviderError) -> None:
-            kind = type(error).__name__
-            self.emit(
-                ModelRetrying(
-                    request_id=request_id,
-                    attempt=attempt,
-                    delay_s=delay_s,
-                    error_kind=kind,
-                    message=str(error),
-                )
-            )
-
-        def on_switch(from_model: str, to_model: str, error: ProviderError) -> None:
-            kind = type(error).__name__
-            self.emit(
-                ModelSwitched(
-                    request_id=request_id,
-                    role=role,
-                    from_model=from_model,
-                    to_model=to_model,
-                    error_kind=kind,
-                    message=str(error),
-                )
-            )
-
-        return on_retry, on_switch
+        return model_step.reporters(self.emit, request_id, role)
 
     async def _model_step(self) -> ModelCompleted:
-        request_id = uuid.uuid4().hex[:12]
-        role = self._role()
-        model = self.config.role_models.get(role) or self.config.model or self.state.model
-        self.emit(
-            ModelRequestStarted(
-                request_id=request_id, model=model, turn=self.state.totals.turns + 1, role=role
-            )
-        )
-        request = ModelRequest(
-            system=self.config.system_prompt,
-            messages=with_task_list(self.state.messages, self.state.todos),
-            tools=self.tools.specs(),
-            max_output_tokens=self.config.max_output_tokens,
-        )
-        on_retry, on_switch = self._reporters(request_id, role)
-        stream = self.streamer(request, role=role, on_retry=on_retry, on_switch=on_switch)
-        cap = DeltaCap()  # Arguments too long to keep are not logged piece by piece either.
-        async for part in stream:
-            if isinstance(part, TextDelta):
-                self.emit(ModelTextDelta(request_id=request_id, text=part.text))
-            elif isinstance(part, ToolCallDelta):
-                delta = cap.take(part.index, part.arguments_delta)
-                if delta or part.call_id or part.name or not part.arguments_delta:
-                    self.emit(
-                        ModelToolCallDelta(
-                            request_id=request_id,
-                            index=part.index,
-                            call_id=part.call_id,
-                            name=part.name,
-                            arguments_delta=delta,
-                        )
-                    )
-            elif isinstance(part, Completion):
-                completed = ModelCompleted(
-                    request_id=request_id,
-                    message=shrink_message(part.message, self.environment.artifacts_dir),
-                    usage=estimated_usage(part.usage, request, part.message),
-                    stop_reason=part.stop_reason,
-                )
-                self.emit(completed)
-                self._note_budgets(completed.usage)
-                return completed
-        raise ProviderError("the model's reply ended without completing")
-
-    def _request_tokens(self, messages: list[Message]) -> int:
-        return compaction.request_tokens(
-            self.config.system_prompt,
-            with_task_list(messages, self.state.todos),
-            self.tools.specs(),
-        )
+        return await model_step.take(self)
 
     async def _fit_window(self) -> SessionFinished | None:
-        """Compact the conversation when the next request would fill the context window past
-        `compact_at`; finish with an error when it cannot be made to fit."""
-        window = self.config.context_window
-        if window is None:
-            return None
-        room = window - self.config.max_output_tokens  # what the input may use
-        needed = self._request_tokens(self.state.messages)
-        if needed <= self.config.compact_at * room:
-            return None
-        return await self._compact()
-
-    async def _compact(self) -> SessionFinished | None:
-        """Fold the older turns into one message (see `compaction`); None when the session goes
-        on, else how it finished (a hook stopped it, or even the newest turn does not fit)."""
-        window = self.config.context_window or 0
-        room = window - self.config.max_output_tokens
-        messages = list(self.state.messages)
-        needed = self._request_tokens(messages)
-        cut = compaction.split_point(messages, int(self.config.keep_share * window))
-        if cut <= 0:
-            if window and needed > room:
-                return self._finish("error", _overflow(needed, room))
-            return None
-        verdict = await self._hook("PreCompact", {"trigger": "auto"})
-        if verdict is not None and verdict.stop_session:
-            return self._finish("hook", _stopped_by(verdict))
-        dropped, kept = messages[:cut], messages[cut:]
-        moved: list[MovedOutput] = []
-        if self.output_store is not None:
-            store, paths = self.output_store, {}
-
-            def keep_reference(result: ToolResultTurn) -> str:
-                paths[result.call_id] = store(result)
-                return paths[result.call_id]
-
-            kept = compaction.reference_outputs(
-                kept, over_chars=self.config.move_outputs_over, store=keep_reference
-            )
-            moved = [
-                MovedOutput(call_id=m.call_id, path=paths[m.call_id], content=m.content)
-                for m in kept
-                if isinstance(m, ToolResultTurn) and m.call_id in paths
-            ]
-        summary, usage = await self._summarise(dropped)
-        try:
-            done = compaction.compact(
-                system=self.config.system_prompt,
-                messages=[*dropped, *kept],
-                tools=self.tools.specs(),
-                goal=self.state.task,
-                summary=summary,
-                cut=cut,
-                window_tokens=room,
-            )
-        except compaction.ContextOverflow as exc:
-            return self._finish("error", str(exc))
-        self.emit(
-            ContextCompacted(
-                message=done.message.text,
-                kept=done.kept,
-                dropped=len(dropped),
-                transcript=compaction.transcript(dropped),
-                moved=tuple(moved),
-                tokens_before=needed,
-                tokens_after=self._request_tokens([done.message, *kept]),
-                window_tokens=window,
-                usage=usage,
-            )
-        )
-        if self._request_tokens(self.state.messages) > room:
-            return self._finish("error", _overflow(self._request_tokens(self.state.messages), room))
-        return None
-
-    async def _summarise(self, dropped: list[Message]) -> tuple[str, Usage | None]:
-        """The fast model's summary of the dropped turns; a note instead when it fails (the
-        verbatim parts of the compacted turn do not depend on it)."""
-        request = compaction.summary_request(dropped, goal=self.state.task)
-        on_retry, on_switch = self._reporters(uuid.uuid4().hex[:12], "fast")
-        try:
-            stream = self.streamer(request, role="fast", on_retry=on_retry, on_switch=on_switch)
-            async for part in stream:
-                if isinstance(part, Completion):
-                    return part.message.text, estimated_usage(part.usage, request, part.message)
-        except ProviderError as exc:
-            return f"(no summary: the summarising model failed: {exc})", None
-        return "(no summary: the summarising model's reply ended early)", None
+        """Compact the conversation when the next request would fill the context window."""
+        return await window.fit(self)
 
     def _after_tools(
         self, finished: list[tuple[ToolCall, str]], detector: LoopDetector
