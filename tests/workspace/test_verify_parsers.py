@@ -86,6 +86,29 @@ def test_pytest_collection_errors_name_the_file_and_tell_syntax_apart():
     assert syntax.message.endswith("SyntaxError: invalid syntax")
 
 
+def test_pytest_block_titles_longer_than_the_terminal_still_pair_with_their_error():
+    """pytest pads a title with at least one `_` a side: a long test path gets two, not three
+    (seen on django's tests/bash_completion/management/commands/test_command.py)."""
+    path = "tests/bash_completion/management/commands/test_command.py"
+    output = (
+        "==================================== ERRORS ====================================\n"
+        f"__ ERROR collecting {path} __\n"
+        f"ImportError while importing test module '/w/{path}'.\n"
+        "Traceback:\n"
+        f"{path}:1: in <module>\n"
+        "    from django.core.management.base import BaseCommand\n"
+        "django/utils/deprecation.py:5: in <module>\n"
+        "    from asgiref.sync import sync_to_async\n"
+        "E   ModuleNotFoundError: No module named 'asgiref'\n"
+        "=========================== short test summary info ============================\n"
+        f"ERROR {path}\n"
+        "1 error in 3.46s\n"
+    )
+    [failure] = parse_pytest(output).failures
+    assert failure.message == "ModuleNotFoundError: No module named 'asgiref'"
+    assert (failure.kind, failure.test) == ("error", None)
+
+
 def test_pytest_summary_lines_alone_still_give_failures():
     output = (
         "=========================== short test summary info ============================\n"

@@ -18,7 +18,9 @@ from kestrel.workspace.verify._text import is_library_path, strip_ansi, to_int
 from kestrel.workspace.verify.failures import Failure, FailureKind, Parsed
 
 _SECTION = re.compile(r"^={3,} (.+?) ={3,}$")
-_BLOCK = re.compile(r"^_{3,} (.+?) _{3,}$")
+_BLOCK = re.compile(r"^_+ (.+?) _+$")
+"""A failure or error block's title line: pytest pads it with at least one `_` each side (titles
+longer than the terminal get just one or two)."""
 _CAPTURED = re.compile(r"^-{3,} (Captured|Stored) .* -{3,}$")
 _FRAME = re.compile(r"^([^\s<>][^:\n]*?):(\d+): (.*)$")
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
