@@ -14,6 +14,7 @@ the two commands that copy them, and its config and hooks are never looked at.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,11 +85,16 @@ def seed_index(git: ShadowGit, shadow_dir: Path, index_file: Path, worktree: Pat
         return f"cannot copy the checkout's objects: {error}"
     kept = tuple(entry for entry in parsed.entries if entry.oid.hex() in present)
     partial = index_file.with_name(index_file.name + ".seed")
-    partial.write_bytes(write_index(kept))
-    # The index's own time tells git which entries are "racily clean" (changed in the second
-    # the index was written): keeping the checkout's time keeps git re-reading exactly those.
-    os.utime(partial, ns=(info.st_atime_ns, info.st_mtime_ns))
-    os.replace(partial, index_file)
+    try:
+        partial.write_bytes(write_index(kept))
+        # The index's own time tells git which entries are "racily clean" (changed in the second
+        # the index was written): keeping the checkout's time keeps git re-reading exactly those.
+        os.utime(partial, ns=(info.st_atime_ns, info.st_mtime_ns))
+        os.replace(partial, index_file)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        return f"cannot write the seeded index: {error.strerror or error}"
     return None
 
 
