@@ -65,7 +65,28 @@ def text_report(rows: list[dict[str, Any]], verdicts: list[Verdict], evidence: i
         out += [f"  {line}" for line in v.evidence[:evidence]]
         if len(v.evidence) > evidence:
             out.append(f"  ... {len(v.evidence) - evidence} more")
-    return "\n".join(out + step_census(rows, show=40))
+    return "\n".join(out + session_notes(rows) + step_census(rows, show=40))
+
+
+def session_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Which sessions met the loop detector, a blocking verification or a refusal, whatever
+    their class (the acceptance wants no loop-detector stop at all)."""
+    notes = {
+        "loop-detector warnings": [
+            r for r in rows if any(e.get("action") == "warn" for e in r.get("loop") or [])
+        ],
+        "loop-detector stops": [
+            r for r in rows if any(e.get("action") == "stop" for e in r.get("loop") or [])
+        ],
+        "blocking verifications": [
+            r for r in rows if any(v.get("blocking") for v in r.get("verify") or [])
+        ],
+        "refused calls": [r for r in rows if r.get("denied")],
+    }
+    return [""] + [
+        f"{name}: {len(hit)} {' '.join(str(r['instance_id']) for r in hit)}".rstrip()
+        for name, hit in notes.items()
+    ]
 
 
 def step_census(rows: list[dict[str, Any]], show: int) -> list[str]:
@@ -110,6 +131,7 @@ def markdown_report(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> str:
         n_res = sum(1 for v in group if v.instance_id in resolved)
         ids = ", ".join(v.instance_id for v in group) if cls != "identical" else "—"
         out.append(f"| {cls} | {len(group)} | {n_res} | {ids} |")
+    out += [""] + [f"- {line}" for line in session_notes(rows) if line]
     listed = [v for v in verdicts if v.cls != "identical"]
     if listed:
         out += ["", "| instance | resolved | class | cause |", "|---|---|---|---|"]

@@ -198,6 +198,7 @@ def test_the_command_line_prints_the_table_and_the_markdown(
     md = capsys.readouterr().out
     assert "| kestrel-defect | 1 | 0 | c__c-1 |" in md
     assert "| c__c-1 | no | kestrel-defect | a.py: differs" in md
+    assert "- loop-detector stops: 0" in md
 
 
 def test_a_results_file_that_is_not_json_lines_is_one_line(
