@@ -188,3 +188,16 @@ def test_what_commands_could_reach_comes_from_the_sandbox_settings() -> None:
     assert "unsandboxed" in resume_policy(Settings(sandbox="none")).outside
     rerun = Settings.model_validate({"tools": {"rerun_interrupted": True}})
     assert resume_policy(rerun).rerun_idempotent
+
+
+async def test_a_session_killed_after_its_final_answer_finishes_from_it(work: Path) -> None:
+    # The log ends with the model's final answer, as when a kill came during the verification
+    # that follows it: the resumed run finishes from that answer, without asking the model
+    # again (the script has nothing more to say).
+    loop = make_loop(work, [])
+    answer = AssistantTurn(text="All done.")
+    loop.emit(ModelCompleted(request_id="r", message=answer, usage=Usage(model="scripted")))
+    finished = await loop.run()
+    assert finished.reason == "done" and finished.final_text == "All done."
+    types = [r.event.type for r in loop.store.read(loop.session_id)]
+    assert "model_request_started" not in types

@@ -27,6 +27,7 @@ from kestrel.agent.ports import (
     Verifier,
 )
 from kestrel.agent.recovery import LoopRecovery
+from kestrel.agent.rollback import logged_final_answer
 from kestrel.agent.routing import Step, role_for
 from kestrel.agent.state import SessionState, apply, replay, wall_seconds
 from kestrel.agent.tool_runner import ToolRunner, hook_events
@@ -187,6 +188,7 @@ class AgentLoop:
             if (stopped := await self._prompt_hooks()) is not None:
                 return stopped
             self._note_budgets()
+            answered = logged_final_answer(self.store, self.state)  # A resume after the answer.
             while self.state.finished is None:
                 if self.state.pending:
                     finished = await runner.run_calls(list(self.state.pending))
@@ -202,7 +204,8 @@ class AgentLoop:
                     return self._finish("budget", spent.detail)
                 if (stopped := await self._fit_window()) is not None:
                     return stopped
-                completion = await self._model_step()
+                completion = answered or await self._model_step()
+                answered = None
                 self._warn_budgets()
                 if (cut_short := cut.check(completion)) is not None:
                     if isinstance(cut_short, str):

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from kestrel.agent.state import SessionState
-from kestrel.protocol.events import ToolFinished, ToolKind
-from kestrel.protocol.messages import ToolCall
+from kestrel.protocol.events import ModelCompleted, ToolFinished, ToolKind
+from kestrel.protocol.messages import AssistantTurn, ToolCall
+from kestrel.store.base import EventStore
 
 TEST_RUNNERS = (
     ("pytest",),
@@ -155,4 +156,19 @@ def cut_short(state: SessionState, kind_of: Callable[[str], ToolKind | None]) ->
     for call in state.unfinished:
         if call.id in state.started and kind_of(call.name) != "read":
             return call
+    return None
+
+
+def logged_final_answer(store: EventStore, state: SessionState) -> ModelCompleted | None:
+    """The model's final answer when the conversation ends with it but the session did not
+    finish (killed during the final verification, say): a resume finishes from that answer
+    instead of asking the model again. None otherwise."""
+    last = state.messages[-1] if state.messages else None
+    if state.finished is not None or state.pending or not isinstance(last, AssistantTurn):
+        return None
+    if last.tool_calls:
+        return None
+    for record in reversed(store.read(state.session_id)):
+        if isinstance(record.event, ModelCompleted):
+            return record.event if record.event.message == last else None
     return None
