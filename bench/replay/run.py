@@ -176,7 +176,7 @@ def run_one(iid: str, inst: Instance, opts: Options) -> dict[str, Any]:
         steps_ran=steps_ran(meta["steps"], summary),
         rc_diverged=sum(1 for d in diverged if d["why"] == "exit code"),
         output_diverged=sum(1 for d in diverged if d["why"] == "output"),
-        diverged_steps=diverged[:60],
+        diverged_steps=diverged,
     )
     found = compare(opts.workdir, inst.base_commit, conv)
     (run_dir / "replay.diff").write_text(found.pop("replay_diff", ""))
