@@ -302,9 +302,18 @@ def _short(value: object, limit: int = 60) -> str:
 
 def not_verified(event: VerificationFinished) -> str | None:
     """Why a verification left the change unchecked (checks it could not run), or None."""
-    if event.ok or not any(check.status == "skipped" for check in event.checks):
+    if event.ok:
         return None
-    return event.report.splitlines()[0] if event.report else "not verified"
+    if any(check.status == "skipped" for check in event.checks):
+        return event.report.splitlines()[0] if event.report else "not verified"
+    broken = [check.name for check in event.checks if check.status == "error"]
+    if not broken:
+        return None
+    names = ", ".join(broken)
+    return (
+        f"not verified: {names} could not run here, or printed nothing that could be read as "
+        "results (the verification report says which)"
+    )
 
 
 def unverified_in(records: Sequence[Record]) -> str | None:
