@@ -211,7 +211,8 @@ class StringTable:
         """The id of `text`, if stored."""
         data = text.encode()
         crc = zlib.crc32(data)
-        at = int(np.searchsorted(self._hashes, crc))
+        # A scalar of the array's own type: a Python int would convert the whole array.
+        at = int(np.searchsorted(self._hashes, np.uint32(crc)))
         while at < self.count and int(self._hashes[at]) == crc:
             found = int(self._order[at])
             if self._bytes(found) == data:

@@ -64,6 +64,7 @@ class StoredChunks:
         self._starts: list[int] = starts.tolist()
         sizes = np.diff(starts)
         self._owner: list[int] = np.repeat(np.arange(files.count), sizes).tolist()
+        self._prefix = [path + CHUNK_SEP for path in files.paths[: files.count]]
         self._at = snapshot.array("chunk_terms_at")
         self._ids = snapshot.array("chunk_ids")
         self._tfs = snapshot.array("chunk_tfs")
@@ -71,7 +72,7 @@ class StoredChunks:
     def key(self, slot: int) -> str:
         """`path` + CHUNK_SEP + the chunk's position in its file."""
         owner = self._owner[slot]
-        return f"{self._files.paths[owner]}{CHUNK_SEP}{slot - self._starts[owner]}"
+        return self._prefix[owner] + str(slot - self._starts[owner])
 
     def find(self, key: str) -> int | None:
         """The slot of a chunk key."""

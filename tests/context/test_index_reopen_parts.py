@@ -1,0 +1,138 @@
+"""The parts a reopened index reads in place behave as the ones built in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from kestrel.context.lexical import Bm25Index, Vocabulary
+from kestrel.context.model import FileSymbols, Symbol
+from kestrel.context.postings import Postings
+from kestrel.context.rank import PathIndex
+from kestrel.context.record import FileRecord
+from kestrel.context.snapshot import Snapshot, SnapshotInput, write_snapshot
+
+WORDS = [f"w{n}" for n in range(40)]
+
+
+def record(path: str, words: list[str], vocab: Vocabulary, defs: list[str]) -> FileRecord:
+    symbols = FileSymbols(
+        language="python",
+        definitions=tuple(
+            Symbol(
+                name=d,
+                qualname=f"M.{d}",
+                kind="function",
+                line=n + 1,
+                end_line=n + 2,
+                signature=f"def {d}()",
+            )
+            for n, d in enumerate(defs)
+        ),
+    )
+    weights = {w: 1.0 + words.count(w) for w in words}
+    chunks = tuple(vocab.vector({w: 1.0 for w in words[n :: len(defs)]}) for n in range(len(defs)))
+    return FileRecord(path, 10, 1, f"hash-{path}", "code", symbols, vocab.vector(weights), chunks)
+
+
+def snapshot_of(tmp_path: Path) -> tuple[Snapshot, list[FileRecord], Vocabulary]:
+    vocab = Vocabulary()
+    rng = np.random.default_rng(7)
+    records = [
+        record(
+            f"pkg{n % 3}/mod{n}.py",
+            list(rng.choice(WORDS, 12)),
+            vocab,
+            ["run", f"helper{n}", "__init__"][: 1 + n % 3],
+        )
+        for n in range(30)
+    ]
+    built = Postings.built(records, lambda r: False)
+    exports = built.exports()
+    assert exports is not None
+    path = tmp_path / "postings.snap"
+    write_snapshot(path, SnapshotInput("tok", None, vocab.all_terms(), records, [], *exports))
+    return Snapshot(path), records, vocab
+
+
+def restored(snapshot: Snapshot) -> Postings:
+    lazy = [
+        FileRecord.lazy((p, 10, 1, h, "code"), snapshot, n)
+        for n, (p, h) in enumerate(zip(snapshot.paths, snapshot.hashes, strict=True))
+    ]
+    return Postings.restored(snapshot, lazy, lambda r: False)
+
+
+def scores(index: Bm25Index, query: dict[int, float]) -> dict[str, float]:
+    return {
+        index.key_of(int(s)): round(float(v), 9) for s, v in enumerate(index.scores(query)) if v
+    }
+
+
+def test_restored_postings_score_and_change_as_built_ones(tmp_path: Path) -> None:
+    snapshot, records, vocab = snapshot_of(tmp_path)
+    eager = Postings.built(records, lambda r: False)
+    lazy = restored(snapshot)
+    query = {vocab.intern(w): 1.0 for w in ("w1", "w7", "w30")}
+    for post in (eager, lazy):
+        post.remove("pkg1/mod4.py")
+        post.add(record("pkg1/mod4.py", ["w7", "w7", "w2"], vocab, ["fresh"]), lambda r: False)
+        post.add(record("new/extra.py", ["w30", "w1"], vocab, ["run"]), lambda r: False)
+        post.remove("pkg2/mod5.py")
+    for a, b in ((eager.files, lazy.files), (eager.chunks, lazy.chunks)):
+        assert scores(a, query) and scores(a, query) == scores(b, query)
+        assert sorted(a.keys()) == sorted(b.keys()) and len(a) == len(b)
+    for name in ("run", "__init__", "fresh", "helper5", "helper4", "absent"):
+        assert eager.names.get(name) == lazy.names.get(name), name
+    for path, held in eager.held.items():
+        other = lazy.held[path]
+        assert [other.definition(i) for i in range(4)] == [held.definition(i) for i in range(4)]
+        assert other.definition_named("M.run") == held.definition_named("M.run")
+        assert other.chunk_count == len(held.chunks)
+
+
+def test_lazy_records_decode_only_when_read(tmp_path: Path) -> None:
+    snapshot, records, _ = snapshot_of(tmp_path)
+    lazy = FileRecord.lazy(("pkg2/mod2.py", 5, 9, snapshot.hashes[2], "code"), snapshot, 2)
+    moved = lazy.restat(6, 10)
+    assert lazy.chunk_count == len(records[2].chunks) and lazy.vector_shape is None
+    assert lazy.definition(0) == records[2].symbols.definitions[0]  # type: ignore[union-attr]
+    assert not lazy.loaded
+    assert lazy.symbols == records[2].symbols and lazy.loaded
+    assert (moved.size, moved.mtime_ns, moved.symbols) == (6, 10, records[2].symbols)
+    assert [list(x) for x in moved.terms] == [list(x) for x in records[2].terms]
+
+
+def test_a_vocabulary_looks_terms_up_in_the_snapshot_until_one_is_added(tmp_path: Path) -> None:
+    snapshot, _, built = snapshot_of(tmp_path)
+    vocab = Vocabulary(["later"], stored=snapshot.vocab)
+    assert len(vocab) == len(built) + 1
+    assert [vocab.get(t) for t in built.terms] == list(range(len(built)))
+    assert vocab.get("later") == len(built) and vocab.get("never") is None
+    assert list(vocab.terms) == [*built.terms, "later"]
+    assert vocab.intern("newer") == len(built) + 1  # loads every term, then adds
+    assert vocab.get("w3") == built.get("w3") and vocab.all_terms()[-2:] == ["later", "newer"]
+
+
+def test_path_lookups_match_by_trailing_components() -> None:
+    paths = [
+        "a/b/__init__.py",
+        "c/b/__init__.py",
+        "x/__init__.py",
+        "__init__.py",
+        "d/e/m.py",
+        "m.py",
+        "dj/db/models/__init__.py",
+        "old/dj/db/models/__init__.py",
+    ]
+    index = PathIndex(paths)
+    assert index.lookup("__init__.py") == []  # too many to mean one
+    assert index.lookup("b/__init__.py") == ["a/b/__init__.py", "c/b/__init__.py"]
+    assert index.lookup("./a/b/__init__.py") == ["a/b/__init__.py"]
+    assert index.lookup("zz/m.py") == ["d/e/m.py", "m.py"]  # the longest tail that matches
+    assert index.lookup("db/models/__init__.py") == paths[-2:]
+    index.remove("a/b/__init__.py")
+    index.add("q/b/__init__.py")
+    assert index.lookup("b/__init__.py") == ["c/b/__init__.py", "q/b/__init__.py"]
+    assert index.lookup("") == []
