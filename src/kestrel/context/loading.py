@@ -8,6 +8,7 @@ whole, on a background thread.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -147,7 +148,6 @@ def _copied(export: Bm25Export) -> Bm25Export:
 
 
 def _write(target: Path, data: SnapshotInput) -> None:
-    try:
+    # A cache: when it cannot be written, the next open decodes every record and tries again.
+    with contextlib.suppress(OSError, ValueError):
         write_snapshot(target, data)
-    except (OSError, ValueError):
-        target.unlink(missing_ok=True)  # a cache: the next open builds whole and writes again

@@ -13,9 +13,11 @@ not used.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ SNAPSHOT_FORMAT = 1
 SNAPSHOT_FILE_NAME = "postings.snap"
 _MAGIC = b"KESTREL-POSTINGS\n"
 _ALIGN = 64
+_LEFTOVER_S = 3600
+"""A temporary snapshot file this old was left by a process that ended while writing it."""
 Array = npt.NDArray[Any]
 
 
@@ -81,12 +85,22 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
         "kinds": _KINDS,
         "totals": {"f": data.files.total_length, "c": data.chunks.total_length},
     }
+    _clear_leftovers(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         _write(temp, header, arrays)
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
+
+
+def _clear_leftovers(path: Path) -> None:
+    """Remove what a process that ended while writing left behind (a writer is a thread)."""
+    old = time.time() - _LEFTOVER_S
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if leftover.stat().st_mtime < old:
+                leftover.unlink()
 
 
 def _write(path: Path, header: dict[str, Any], arrays: dict[str, Array]) -> None:
