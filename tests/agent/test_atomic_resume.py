@@ -64,10 +64,12 @@ class Box:
         model = ["--model", f"scripted:{self.script}", "--permission-mode", "bypass"]
         return ["-p", "do it", *model, "--output-format", "stream-json", *extra]
 
-    def kill_when(self, seen: tuple[str, ...], *extra: str, hook: str = "") -> str:
-        """Start the run; SIGKILL it when a stdout line holds every string of `seen` (or let the
-        edit hook kill it); return the session id."""
-        env = {**self.vars, "KESTREL_TEST_EDIT_HOOK": hook} if hook else self.vars
+    def kill_when(
+        self, seen: tuple[str, ...], *extra: str, hook: str = "", tool_hook: str = ""
+    ) -> str:
+        """Start the run; SIGKILL it when a stdout line holds every string of `seen` (or let a
+        test hook kill it); return the session id."""
+        env = {**self.vars, "KESTREL_TEST_EDIT_HOOK": hook, "KESTREL_TEST_TOOL_HOOK": tool_hook}
         proc = subprocess.Popen(
             [*KESTREL, *self.args(*extra)],
             env=env,
@@ -203,7 +205,7 @@ def test_an_edit_killed_before_its_write_is_run_again(tmp_path: Path) -> None:
 
 def test_a_read_killed_inside_is_run_again(tmp_path: Path) -> None:
     box = Box(tmp_path, [call("read_file", path="README.md")])
-    session_id = box.kill_when(('"tool_started"',))
+    session_id = box.kill_when((), tool_hook="kill:read_file")
     box.resume(session_id)
     finished = box.result_of(session_id, "read_file")
     assert not finished.is_error and "Adds numbers." in finished.content

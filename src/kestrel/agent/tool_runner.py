@@ -33,6 +33,7 @@ from kestrel.protocol.events import (
 )
 from kestrel.protocol.messages import ToolCall
 from kestrel.tools.base import PlannedWrite, ToolContext, ToolOutcome
+from kestrel.tools.crash_hook import before_running
 from kestrel.tools.paths import stage_write, staged_write
 from kestrel.tools.registry import ToolRegistry
 from kestrel.tools.subjects import describe_call, from_hook_input, hook_input
@@ -194,6 +195,7 @@ class ToolRunner:
 
     async def _run_one(self, call: ToolCall) -> None:
         self._emit(ToolStarted(call_id=call.id, name=call.name))
+        before_running(call.name)  # Does nothing outside tests.
         started = time.perf_counter()
         output = OutputCoalescer(call.id, self._emit)
         try:
