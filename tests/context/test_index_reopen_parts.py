@@ -11,7 +11,8 @@ from kestrel.context.model import FileSymbols, Symbol
 from kestrel.context.postings import Postings
 from kestrel.context.rank import PathIndex
 from kestrel.context.record import FileRecord
-from kestrel.context.snapshot import Snapshot, SnapshotInput, write_snapshot
+from kestrel.context.snapshot import Snapshot
+from kestrel.context.snapshot_write import SnapshotInput, write_snapshot
 
 WORDS = [f"w{n}" for n in range(40)]
 

@@ -31,6 +31,7 @@ from kestrel.context.rank import (
     normalised,
 )
 from kestrel.context.reader import RANKED_KINDS, ReadFile, index_workers, read_files
+from kestrel.context.record import prefetch_definitions
 from kestrel.context.semantic import spread
 from kestrel.context.watch import ChangeWatcher
 
@@ -643,6 +644,9 @@ class ContextEngine:
         # Definitions are looked up only in files that can still be served.
         symbol_scores: dict[tuple[str, str], float] = {}
         found: dict[tuple[str, str], Symbol] = {}
+        prefetch_definitions(
+            (held[path], int(index)) for path, index, _ in chunk_hits if path in file_share
+        )
         for path, index, score in chunk_hits:
             if path not in file_share:
                 continue

@@ -18,13 +18,8 @@ from kestrel.context.lexical import Bm25Export, Vocabulary
 from kestrel.context.postings import HasVectors, Postings
 from kestrel.context.reader import RANKED_KINDS
 from kestrel.context.record import FileRecord
-from kestrel.context.snapshot import (
-    Snapshot,
-    SnapshotInput,
-    SnapshotUnusable,
-    snapshot_path,
-    write_snapshot,
-)
+from kestrel.context.snapshot import Snapshot, SnapshotUnusable, snapshot_path
+from kestrel.context.snapshot_write import SnapshotInput, write_snapshot
 
 MAX_CHANGED_SHARE = 0.1
 """A snapshot missing more than this share of the files (and `MAX_CHANGED_FILES`) is not used:
