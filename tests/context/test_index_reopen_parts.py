@@ -10,7 +10,7 @@ from kestrel.context.lexical import Bm25Index, Vocabulary
 from kestrel.context.model import FileSymbols, Symbol
 from kestrel.context.postings import Postings
 from kestrel.context.rank import PathIndex
-from kestrel.context.record import FileRecord
+from kestrel.context.record import FileRecord, prefetch_definitions
 from kestrel.context.snapshot import Snapshot
 from kestrel.context.snapshot_write import SnapshotInput, write_snapshot
 
@@ -103,6 +103,19 @@ def test_lazy_records_decode_only_when_read(tmp_path: Path) -> None:
     assert lazy.symbols == records[2].symbols and lazy.loaded
     assert (moved.size, moved.mtime_ns, moved.symbols) == (6, 10, records[2].symbols)
     assert [list(x) for x in moved.terms] == [list(x) for x in records[2].terms]
+
+
+def test_definitions_fetched_together_are_the_ones_read_alone(tmp_path: Path) -> None:
+    snapshot, records, _ = snapshot_of(tmp_path)
+    lazy = restored(snapshot)
+    wanted = [(lazy.held[r.path], i) for r in records[::2] for i in (2, 0, 5, -1)]
+    prefetch_definitions(wanted)
+    for record, index in wanted:
+        eager = next(r for r in records if r.path == record.path)
+        defs = eager.symbols.definitions  # type: ignore[union-attr]
+        expected = defs[index] if 0 <= index < len(defs) else None
+        assert record.definition(index) == expected
+        assert not record.loaded
 
 
 def test_a_vocabulary_looks_terms_up_in_the_snapshot_until_one_is_added(tmp_path: Path) -> None:
