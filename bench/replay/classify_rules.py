@@ -218,7 +218,8 @@ def _explain_path(path: str, result: dict[str, Any]) -> tuple[str, list[str]]:
         return "kestrel-defect", [f"{path}: differs, and every step that names it ran as before"]
     found = [(_inherited(cause_of(d), d, diverged), d) for d in candidates]
     evidence = [
-        f"{path}: step {d['step']} `{d['command'][:80]}` rc {d['orig_rc']} -> {d['replay_rc']} "
+        f"{path}: step {d['step']} `{d['command'][:80]}` rc {d['orig_rc']} -> {d['replay_rc']}"
+        f"{' (its output differs)' if d.get('why') == 'output' else ''} "
         f"[{cause}: {label}] {_last_lines(d)}"
         for (cause, label), d in found
     ]
