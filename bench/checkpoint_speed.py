@@ -1,7 +1,8 @@
 """Checkpoint timings on a real checkout: the first checkpoint, later ones, and a restore.
 
     python bench/checkpoint_speed.py --repo PATH_OR_URL [--commit REV] [--runs 3]
-                                     [--layouts direct,kernel,copy] [--touch 50] [--unseeded]
+                                     [--layouts direct,kernel,copy] [--touch 50]
+                                     [--modes seeded,unseeded] [--venv]
 
 `--repo` is a git repository (a local path or a URL; a URL is cloned once into a temporary
 directory). Each run works on a fresh `git clone --shared` of it (checked out at `--commit`,
@@ -16,9 +17,12 @@ shadow repository:
 Layouts: `direct` checkpoints the clone itself; `kernel` opens the session's kernel overlay over
 the clone and checkpoints the merged view at the clone's path (as an overlay session does);
 `copy` checkpoints the copy fallback's tree in the session's layer. `kernel` is skipped when
-this process cannot enter a private user and mount namespace. `--unseeded` makes every store
-build its first checkpoint without the checkout's own index (the path taken when that index is
-missing or unusable), for a before/after comparison on the same machine.
+this process cannot enter a private user and mount namespace. `--modes` says how first
+checkpoints are built: `seeded` (the default: from the checkout's own index) and/or `unseeded`
+(every file hashed, the path taken when that index is missing or unusable); with both, each run
+measures one after the other, so a changing load hits both alike. `--venv` puts a hard-linked
+copy of the running Python's virtual environment at `.venv` in each clone, untracked and not
+ignored by most projects, as in many developers' checkouts.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,51 +102,72 @@ def timed(action: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - started, result
 
 
-def one_run(worktree: Path, shadow: Path, paths: list[str], options: argparse.Namespace) -> dict:
+def add_venv(checkout: Path) -> None:
+    """Hard-link this Python's virtual environment into the checkout as `.venv`."""
+    if sys.prefix == sys.base_prefix:
+        raise SystemExit("--venv needs this bench to run from a virtual environment")
+    shutil.copytree(sys.prefix, checkout / ".venv", symlinks=True, copy_function=os.link)
+
+
+def one_run(worktree: Path, shadow: Path, paths: list[str], mode: str, touch_count: int) -> dict:
     """The five timings of one run on `worktree` with a fresh shadow repository."""
-    extra = {"seed": False} if options.unseeded else {}
+    extra = {"seed": False} if mode == "unseeded" else {}
     store = CheckpointStore(worktree, shadow, session="bench", **extra)
     figures: dict[str, float] = {}
     figures["first"], first = timed(lambda: store.snapshot("first"))
     assert first is not None
     touch(worktree, paths, 1, 0)
     figures["after 1 file"], _ = timed(lambda: store.snapshot("one"))
-    touch(worktree, paths, options.touch, 1)
+    touch(worktree, paths, touch_count, 1)
     figures["after N files"], _ = timed(lambda: store.snapshot("many"))
     figures["nothing changed"], _ = timed(lambda: store.snapshot("none"))
     figures["restore to first"], _ = timed(lambda: store.restore(first.id))  # type: ignore[attr-defined]
     return figures
 
 
-def layout_runs(layout: str, source: Path, temp: Path, options: argparse.Namespace) -> list[dict]:
-    """Every run of one layout."""
-    runs = []
+def layout_runs(
+    layout: str, source: Path, temp: Path, options: argparse.Namespace
+) -> dict[str, list[dict]]:
+    """Every run of one layout, per mode."""
+    runs: dict[str, list[dict]] = {mode: [] for mode in options.modes}
     for run in range(options.runs):
-        checkout = temp / f"{layout}-{run}" / "checkout"
-        paths = fresh_clone(source, checkout, options.commit)
-        shadow = temp / f"{layout}-{run}" / "shadow"
-        if layout == "direct":
-            runs.append(one_run(checkout, shadow, paths, options))
-            continue
-        layer = layer_for(temp / f"{layout}-{run}" / "data", "bench")
-        view = open_view(checkout, layer, kernel=layout == "kernel")
-        try:
-            if view.kind != layout:
-                raise SystemExit(f"the {layout} overlay could not be opened")
-            runs.append(one_run(view.root, shadow, paths, options))
-        finally:
-            view.close()
-            discard_layer(layer)
+        for mode in options.modes:
+            base = temp / f"{layout}-{mode}-{run}"
+            checkout = base / "checkout"
+            paths = fresh_clone(source, checkout, options.commit)
+            if options.venv:
+                add_venv(checkout)
+            # A checkout is rarely made in the second before a session starts; right after one,
+            # git re-reads every file written in the same second as the index ("racily clean").
+            time.sleep(1.1)
+            if layout == "direct":
+                runs[mode].append(one_run(checkout, base / "shadow", paths, mode, options.touch))
+            else:
+                runs[mode].append(overlay_run(layout, base, paths, mode, options.touch))
+            shutil.rmtree(base, ignore_errors=True)
     return runs
 
 
-def report(layout: str, runs: list[dict], options: argparse.Namespace) -> None:
+def overlay_run(layout: str, base: Path, paths: list[str], mode: str, touch_count: int) -> dict:
+    """One run on the session's overlay of `base/checkout`, as an overlay session works."""
+    layer = layer_for(base / "data", "bench")
+    view = open_view(base / "checkout", layer, kernel=layout == "kernel")
+    try:
+        if view.kind != layout:
+            raise SystemExit(f"the {layout} overlay could not be opened")
+        return one_run(view.root, base / "shadow", paths, mode, touch_count)
+    finally:
+        view.close()
+        discard_layer(layer)
+
+
+def report(layout: str, mode: str, runs: list[dict], options: argparse.Namespace) -> None:
     """One table row per step: median, min and max over the runs, in milliseconds."""
     for step in STEPS:
         samples = [run[step] * 1000 for run in runs]
         name = step.replace("N", str(options.touch))
         print(
-            f"| {layout} | {name} | {statistics.median(samples):,.0f} "
+            f"| {layout} | {mode} | {name} | {statistics.median(samples):,.0f} "
             f"| {min(samples):,.0f} | {max(samples):,.0f} |"
         )
 
@@ -154,8 +180,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--touch", type=int, default=50, help="files touched in step 2b")
     parser.add_argument("--layouts", default="direct,kernel,copy")
-    parser.add_argument("--unseeded", action="store_true", help="leave the checkout's index out")
+    parser.add_argument("--modes", default="seeded", help="seeded and/or unseeded")
+    parser.add_argument("--venv", action="store_true", help="add a virtualenv to each clone")
     options = parser.parse_args()
+    options.modes = [name.strip() for name in options.modes.split(",") if name.strip()]
+    if not options.modes or set(options.modes) - {"seeded", "unseeded"}:
+        parser.error("--modes takes seeded, unseeded or both")
     layouts = [name.strip() for name in options.layouts.split(",") if name.strip()]
     unknown = set(layouts) - {"direct", "kernel", "copy"}
     if unknown:
@@ -168,15 +198,17 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f}, "
-        f"{git('--version').strip()}, Python {platform.python_version()}, "
-        f"{'unseeded' if options.unseeded else 'default'} first checkpoint"
+        f"{git('--version').strip()}, Python {platform.python_version()}"
+        + (", a virtualenv in each clone" if options.venv else "")
     )
     with tempfile.TemporaryDirectory(prefix="kestrel-ckpt-") as name:
         temp = Path(name)
         source = source_of(options.repo, temp)
-        print("\n| layout | step | median ms | min ms | max ms |\n|---|---|---|---|---|")
+        print("\n| layout | first checkpoint | step | median ms | min ms | max ms |")
+        print("|---|---|---|---|---|---|")
         for layout in layouts:
-            report(layout, layout_runs(layout, source, temp, options), options)
+            for mode, runs in layout_runs(layout, source, temp, options).items():
+                report(layout, mode, runs, options)
 
 
 if __name__ == "__main__":
