@@ -126,6 +126,9 @@ class Vocabulary:
         found = self._ids.get(term)
         if found is None and stored is not None:
             found = stored.find(term)
+            if found is not None:
+                # Kept, so the next query finds it in the map (its id never changes).
+                self._ids[term] = found
         return found
 
     def vector(self, weights: Mapping[str, float]) -> tuple[IntArray, FloatArray]:
