@@ -778,4 +778,5 @@ def _top(index: Bm25Index, scores: ScoreArray, n: int) -> dict[str, float]:
         return {}
     n = min(n, positive)
     picked = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
-    return {index.key_of(int(i)): float(scores[i]) for i in picked if scores[i] > 0}
+    kept = picked[scores[picked] > 0]
+    return dict(zip(index.keys_of(kept.tolist()), scores[kept].tolist(), strict=True))

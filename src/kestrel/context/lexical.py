@@ -177,6 +177,14 @@ class Bm25Index:
             return self._stored.key(slot)
         return self._keys[slot - self._first]
 
+    def keys_of(self, slots: list[int]) -> list[str]:
+        """The keys stored in these slots, in order (a query's top hits, at once)."""
+        first, keys, stored = self._first, self._keys, self._stored
+        if stored is None:
+            return [keys[s] for s in slots]
+        key = stored.key
+        return [key(s) if s < first else keys[s - first] for s in slots]
+
     def _count(self) -> int:
         return self._first + len(self._keys)
 
