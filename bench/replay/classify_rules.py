@@ -3,7 +3,8 @@
 Classes, in the order they are decided:
   harness-error           the replay could not be set up (no base commit, no trajectory ...)
   early-stop:<reason>     the session ended before the script did (loop, max_turns, verification,
-                          error, budget, timeout ...), whatever the tree
+                          error, budget, timeout ...), whatever the tree; `verification` also
+                          when a blocking verification asked for turns the recording lacks
   identical               the tree is the recorded one
   identical-modulo-env    it differs only in files the original environment had changed before
                           the run and that no command touched
@@ -185,7 +186,17 @@ def _early_stop(result: dict[str, Any]) -> str | None:
         return "timeout" if result.get("kestrel_rc") == "timeout" else "no-finish"
     if reason == "budget":
         return "max_turns" if str(finish.get("detail", "")).startswith("turns") else "budget"
+    if reason == "error" and _asked_past_script(result):
+        return "verification"
     return "verification" if reason == "unverified" else str(reason)
+
+
+def _asked_past_script(result: dict[str, Any]) -> bool:
+    """Whether the session ended because a blocking verification asked the model for more
+    turns than the recording has (the scripted model then has no reply left)."""
+    detail = str((result.get("finish") or {}).get("detail", ""))
+    blocked = any(v.get("blocking") and not v.get("ok") for v in result.get("verify") or [])
+    return blocked and detail.startswith("ScriptExhausted")
 
 
 def _inherited(

@@ -234,7 +234,7 @@ def test_a_missing_file_takes_the_cause_of_the_earlier_step_that_failed_to_make_
     assert alone.cls == "kestrel-defect"
 
 
-def test_an_early_stop_shows_the_blocking_verification_that_asked_for_more() -> None:
+def test_a_blocking_verification_that_asked_past_the_script_is_a_verification_stop() -> None:
     verify = [
         {"round": 1, "ok": False, "blocking": True, "report": "pytest: failed\nNo module named 'x'"}
     ]
@@ -243,7 +243,7 @@ def test_an_early_stop_shows_the_blocking_verification_that_asked_for_more() -> 
         "detail": "ScriptExhausted: the scripted model has no more replies",
     }
     verdict = classify(_result(status="identical", finish=finish, verify=verify))
-    assert verdict.cls == "early-stop:error"
+    assert verdict.cls == "early-stop:verification"
     assert verdict.evidence[1] == (
         "blocking verification round 1: pytest: failed | No module named 'x'"
     )
