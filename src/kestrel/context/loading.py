@@ -97,7 +97,7 @@ def _vocabulary(store: IndexStore, snapshot: Snapshot) -> Vocabulary:
 
 
 class SnapshotWriter:
-    """Writes snapshots on a background thread, one at a time; errors leave no snapshot."""
+    """Writes snapshots on a background thread, one at a time; a failed write leaves the old one."""
 
     def __init__(self, store: IndexStore) -> None:
         self._store = store
