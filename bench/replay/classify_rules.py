@@ -262,6 +262,8 @@ def classify(result: dict[str, Any]) -> Verdict:
     stop = _early_stop(result)
     if stop is not None:
         return Verdict(iid, f"early-stop:{stop}", _stop_evidence(result))
+    if result.get("stdout_utf8") is False:
+        return Verdict(iid, "kestrel-defect", ["Kestrel's stream-json output is not valid UTF-8"])
     if status == "identical":
         return Verdict(iid, "identical")
     pre = set(result.get("env_preexisting_paths") or [])

@@ -71,9 +71,10 @@ def kestrel_env(runs_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_kestrel(opts: Options, task: str, script: Path) -> tuple[int | str, str, str]:
-    """Kestrel's exit code (or 'timeout'), stdout and stderr. On a timeout its whole process
-    group is killed, so no command of the replay outlives it."""
+def run_kestrel(opts: Options, task: str, script: Path) -> tuple[int | str, bytes, bytes]:
+    """Kestrel's exit code (or 'timeout'), stdout and stderr as bytes (a stream that is not
+    UTF-8 is itself a finding). On a timeout its whole process group is killed, so no command of
+    the replay outlives it."""
     cmd = [opts.kestrel, "-p", task, "--model", f"scripted:{script}"]
     cmd += ["--permission-mode", "bypass", "--output-format", "stream-json"]
     cmd += ["--cwd", str(opts.workdir), "--workspace", "direct"]
@@ -82,7 +83,6 @@ def run_kestrel(opts: Options, task: str, script: Path) -> tuple[int | str, str,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
-        text=True,
         env=kestrel_env(opts.runs_dir),
         cwd=opts.workdir,
         start_new_session=True,
@@ -94,6 +94,14 @@ def run_kestrel(opts: Options, task: str, script: Path) -> tuple[int | str, str,
             out, err = proc.communicate()
             return "timeout", out, err
     return proc.returncode, out, err
+
+
+def _text(data: bytes) -> tuple[str, bool]:
+    """The bytes as text, and whether they were valid UTF-8 (bad bytes become U+FFFD)."""
+    try:
+        return data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), False
 
 
 def _host_programs(diverged: list[dict[str, Any]]) -> None:
@@ -157,10 +165,11 @@ def run_one(iid: str, inst: Instance, opts: Options) -> dict[str, Any]:
         return {**res, "status": "no_base_commit", "error": f"{git_dir} lacks the base commit"}
     rg.prepare_checkout(git_dir, inst.base_commit, opts.workdir)
     started = time.monotonic()
-    rc, stdout, stderr = run_kestrel(opts, conv.task or iid, script)
+    rc, out_bytes, err_bytes = run_kestrel(opts, conv.task or iid, script)
     res.update(kestrel_rc=rc, kestrel_wall_s=round(time.monotonic() - started, 2))
-    (run_dir / "events.jsonl").write_text(stdout)
-    (run_dir / "stderr.txt").write_text(stderr)
+    (run_dir / "events.jsonl").write_bytes(out_bytes)
+    (run_dir / "stderr.txt").write_bytes(err_bytes)
+    stdout, res["stdout_utf8"] = _text(out_bytes)
     summary = summarize(stdout)
     diverged = diverged_steps(meta["steps"], summary, output_differs)
     _host_programs(diverged)
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             try:
                 res = run_one(iid, instances[iid], opts)
-            except (DataError, ConvertError, rg.GitError, OSError) as e:
+            except (ValueError, rg.GitError, OSError) as e:  # DataError, ConvertError too
                 res = {"instance_id": iid, "status": "harness_error", "error": str(e)[:500]}
         res["total_s"] = round(time.monotonic() - started, 2)
         with a.out.open("a") as f:

@@ -304,3 +304,9 @@ def test_the_markdown_names_no_folder_of_the_machine(
     assert main([str(_write(tmp_path / "r.jsonl", [row])), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert "(script script.json)" in md and "/srv" not in md
+
+
+def test_a_stream_that_is_not_utf8_is_a_kestrel_defect_whatever_the_tree() -> None:
+    verdict = classify(_result(status="identical", stdout_utf8=False))
+    assert verdict.cls == "kestrel-defect"
+    assert verdict.evidence == ["Kestrel's stream-json output is not valid UTF-8"]
