@@ -30,7 +30,7 @@ from typing import Any
 
 import replay_git as rg
 from classify_rules import mark_own_scripts, output_differs, producers
-from convert import Conversion, ConvertError, convert
+from convert import Conversion, convert
 from replay_data import (
     DataError,
     Instance,
