@@ -27,7 +27,13 @@ class GitError(RuntimeError):
 def git(args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str = "") -> str:
     """Run git in `cwd`; its output, or GitError with the first line of its complaint."""
     done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True
+        ["git", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        errors="replace",  # a diff of a file that is not UTF-8 is still a diff
     )
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
