@@ -95,6 +95,9 @@ MEANING: dict[str, dict[str, str]] = {
         "it; null for a session a person started.",
         "parent_call_id": "For a subagent's session, the id of that `task` call in the parent's "
         "log; null otherwise.",
+        "workspace": "Where its changes go: `overlay` (a layer over the checkout, handed over "
+        "at the end) or `direct` (the checkout itself); empty in logs written before it was "
+        "recorded. A resume works the same way, and refuses a `--workspace` that says otherwise.",
     },
     "session_resumed": {
         "from_seq": "The last seq the earlier process wrote.",

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from kestrel.agent.ports import Checkpointer
 from kestrel.agent.rollback import (
@@ -63,6 +64,7 @@ def start_session(
     permission_mode: PermissionMode,
     limits: Limits,
     version: str,
+    workspace: Literal["overlay", "direct", ""] = "",
 ) -> str:
     """Log the session's first events (its id first of all, then the task) and return its id."""
     session_id = new_session_id()
@@ -76,6 +78,7 @@ def start_session(
             permission_mode=permission_mode,
             limits=limits,
             kestrel_version=version,
+            workspace=workspace,
         ),
     )
     store.append(session_id, UserMessage(text=task))

@@ -126,6 +126,7 @@ def _run(request: RunRequest, console: Console) -> int:
             permission_mode="plan" if request.plan else settings.permission_mode,
             limits=settings.limits.as_limits(),
             version=app.version(),
+            workspace=settings.workspace,
         )
         if request.plan:
             store.append(session_id, ContextAdded(source="plan mode", text=PLAN_MODE_NOTE))
@@ -173,7 +174,10 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         raise ConfigError(f"session {session_id} worked in {cwd}, which no longer exists")
     # The session's own directory decides which project settings apply, and it keeps its model
     # unless the command line names another.
-    settings = _settings(cwd, replace(request, model=request.model or started.model))
+    workspace = _same_workspace(session_id, started, request)
+    settings = _settings(
+        cwd, replace(request, model=request.model or started.model, workspace=workspace)
+    )
     app_workspace.prepare(settings)
     app.check_sandbox(settings, request.permission_mode or started.permission_mode)
     # Events after the finish (the change handed over) leave a finished session finished.
@@ -208,6 +212,22 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         message=request.task,
         resuming=not (done and not request.task),
     )
+
+
+def _same_workspace(
+    session_id: str, started: SessionStarted, request: RunRequest
+) -> Literal["overlay", "direct"] | None:
+    """Where the session's changes went (`--workspace` may only agree): a direct session resumed
+    over an overlay, or the reverse, would lose track of its change. None: as the settings say
+    (a log written before the mode was recorded)."""
+    if not started.workspace:
+        return request.workspace
+    if request.workspace is not None and request.workspace != started.workspace:
+        raise ConfigError(
+            f"session {session_id} works in the {started.workspace} workspace; resume it "
+            f"without --workspace {request.workspace} (or with --workspace {started.workspace})"
+        )
+    return started.workspace
 
 
 def _change_left_over(settings: Settings, session_id: str, records: Sequence[Record]) -> bool:

@@ -94,6 +94,9 @@ class SessionStarted:
     """For a subagent's session: the session whose `task` call started it; None otherwise."""
     parent_call_id: str | None = None
     """For a subagent's session: the id of that `task` call in the parent's log."""
+    workspace: Literal["overlay", "direct", ""] = ""
+    """Where the session's changes go: an overlay of the checkout, or the checkout itself;
+    empty in logs written before it was recorded. A resume keeps it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
