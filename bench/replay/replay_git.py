@@ -163,5 +163,13 @@ def missing_blob_paths(workdir: Path) -> list[str]:
 
 
 def diff(workdir: Path, old: str, new: str, paths: list[str] | None = None) -> str:
-    """`git diff` between two trees, optionally limited to some paths."""
-    return git(["diff", old, new, "--", *(paths or [])], cwd=workdir)
+    """`git diff` between two trees, optionally limited to some paths. Where a blob cannot be
+    read (a partial mirror lacks it), the files that differ are listed by name instead."""
+    try:
+        return git(["diff", old, new, "--", *(paths or [])], cwd=workdir)
+    except GitError as e:
+        names = git(
+            ["diff-tree", "-r", "--no-renames", "--name-status", old, new, "--", *(paths or [])],
+            cwd=workdir,
+        )
+        return f"# no full diff ({str(e).splitlines()[-1]}); the files that differ:\n{names}"

@@ -82,3 +82,20 @@ def test_differences_are_listed_with_what_may_explain_them(tmp_path: Path) -> No
     assert found["path_producers"] == {"a.py": [0], "blob.bin": [1, 2]}
     assert "-x = 2\n+x = 3" in found["mismatch_diff"]
     assert "+x = 3" in found["replay_diff"]
+
+
+def test_a_diff_over_a_blob_the_mirror_lacks_lists_the_files_instead(tmp_path: Path) -> None:
+    """A partial mirror may lack a blob that differs: the diff names the file, it does not fail."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "gone.txt").write_text("old\n")
+    _git(repo, "add", "-A")
+    old = _git(repo, "write-tree").strip()
+    blob = _git(repo, "rev-parse", f"{old}:gone.txt").strip()
+    (repo / "gone.txt").write_text("new\n")
+    _git(repo, "add", "-A")
+    new = _git(repo, "write-tree").strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    text = rg.diff(repo, old, new)
+    assert text.startswith("# no full diff") and "M\tgone.txt" in text
