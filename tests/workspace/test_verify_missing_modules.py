@@ -1,0 +1,42 @@
+"""A module pytest could not import: the project's own (the model must fix it), or one the
+environment lacks, such as a third-party package or an extension module nobody compiled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kestrel.workspace.verify.failures import CheckResult, Failure, VerificationReport
+from kestrel.workspace.verify.imports import own_missing_modules
+
+
+def kind_of(root: Path, module: str, changed: tuple[str, ...] = ("pkg/core.py",)) -> str:
+    failure = Failure(
+        message=f"ModuleNotFoundError: No module named '{module}'", kind="error", tool="pytest"
+    )
+    check = CheckResult(name="pytest", command=("pytest",), status="failed", failures=(failure,))
+    judged = own_missing_modules(VerificationReport((check,)), root, changed)
+    return judged.checks[0].failures[0].kind
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pkg" / "_build").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core.py").write_text("")
+    (tmp_path / "pkg" / "_build" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "_build" / "_speedups.pyx").write_text("def f(): pass\n")
+    return tmp_path
+
+
+def test_a_module_of_the_project_is_the_changes_to_fix(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    assert kind_of(root, "pkg.helpers") == "test"  # Named in the package, missing: a typo.
+    assert kind_of(root, "pkg.core") == "test"
+
+
+def test_a_third_party_package_is_the_environments(tmp_path: Path) -> None:
+    assert kind_of(project(tmp_path), "asgiref.sync") == "error"
+
+
+def test_an_extension_module_with_only_its_sources_is_not_built_here(tmp_path: Path) -> None:
+    """As scikit-learn's `sklearn.__check_build._check_build` in a checkout nobody compiled."""
+    assert kind_of(project(tmp_path), "pkg._build._speedups") == "error"
