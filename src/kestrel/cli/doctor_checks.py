@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kestrel.cli.doctor_model import DoctorCheck, model_checks
-from kestrel.context.index_store import SCHEMA_VERSION, index_path_for
+from kestrel.context.index_store import MIGRATED_SCHEMAS, SCHEMA_VERSION, index_path_for
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, open_repository
 from kestrel.models.router import ROLES
 from kestrel.sandbox.probe import ProbeReport
@@ -250,6 +250,9 @@ def index_check(roots: list[Path], cache_dir: Path, now: float) -> DoctorCheck:
             rows = db.execute("SELECT path, size, mtime_ns FROM files").fetchall()
     except sqlite3.Error as exc:
         return DoctorCheck("index", "warn", f"{path}: cannot be read ({exc})", "kestrel index")
+    if version is not None and version[0] in MIGRATED_SCHEMAS:
+        detail = f"{root}: made by an earlier Kestrel version; the next session updates it in place"
+        return DoctorCheck("index", "info", detail, fix="kestrel index (updates it now)")
     if version is None or version[0] != SCHEMA_VERSION:
         detail = f"{root}: made by another Kestrel version; the next session rebuilds it"
         return DoctorCheck("index", "info", detail, fix="kestrel index (rebuilds it now)")

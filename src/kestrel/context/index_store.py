@@ -22,7 +22,8 @@ __all__ = ["SCHEMA_VERSION", "FileRecord", "Head", "IndexStore", "default_cache_
 SCHEMA_VERSION = "4"
 """Bump when the layout, tokenisation or analysis changes: old indexes are then rebuilt."""
 INDEX_FILE_NAME = "index.sqlite"
-_MIGRATES = frozenset({"3"})
+MIGRATED_SCHEMAS = frozenset({"3"})
+"""Index formats opened by updating them in place (older ones are rebuilt)."""
 """Older formats whose rows are kept: version 4 only added the `files_head` index."""
 
 Head = tuple[str, int, int, str, FileKind]
@@ -89,7 +90,7 @@ class IndexStore:
         """The format of an index found in an older layout, which was dropped to rebuild."""
         self.migrated: str | None = None
         """The format of an index found in an older layout that only lacked an index table."""
-        if version in _MIGRATES:
+        if version in MIGRATED_SCHEMAS:
             self.migrated = version
         elif version not in (None, SCHEMA_VERSION):
             # An index is a cache: an old layout is rebuilt, never migrated.
