@@ -40,3 +40,25 @@ def test_a_third_party_package_is_the_environments(tmp_path: Path) -> None:
 def test_an_extension_module_with_only_its_sources_is_not_built_here(tmp_path: Path) -> None:
     """As scikit-learn's `sklearn.__check_build._check_build` in a checkout nobody compiled."""
     assert kind_of(project(tmp_path), "pkg._build._speedups") == "error"
+
+
+def test_an_import_error_naming_a_missing_module_counts_too(tmp_path: Path) -> None:
+    """Packages that wrap the failure (scikit-learn's build check) raise ImportError."""
+    from kestrel.workspace.verify.parsers_pytest import parse_pytest
+
+    root = project(tmp_path)
+    output = (
+        "==================================== ERRORS ====================================\n"
+        "_______________ ERROR collecting pkg/tests/test_core.py _______________\n"
+        "pkg/_build/__init__.py:31: in <module>\n"
+        "    raise ImportError(msg)\n"
+        "E   ImportError: No module named 'pkg._build._speedups'\n"
+        "=========================== short test summary info ============================\n"
+        "ERROR pkg/tests/test_core.py\n"
+        "1 error in 0.20s\n"
+    )
+    [failure] = parse_pytest(output).failures
+    assert failure.kind == "error"
+    check = CheckResult(name="pytest", command=("pytest",), status="failed", failures=(failure,))
+    judged = own_missing_modules(VerificationReport((check,)), root, ("pkg/core.py",))
+    assert judged.checks[0].failures[0].kind == "error"

@@ -29,7 +29,7 @@ _PYTEST_TOTALS = re.compile(
     r"^=*\s*((?:\d+ (?:failed|passed|skipped|errors?|deselected|xfailed|xpassed|warnings?|"
     r"rerun)(?:, )?)+ in [\d.]+s.*?|no tests ran in [\d.]+s.*?)\s*=*$"
 )
-MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'")
 """The message of a module that could not be found at all; its group is the dotted name."""
 _SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 _REPORT_SECTIONS = frozenset({"errors", "failures", "passes", "warnings summary"})
