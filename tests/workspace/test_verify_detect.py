@@ -57,7 +57,7 @@ def checks(
 
 def test_a_python_change_gets_syntax_lint_types_and_related_tests():
     found = checks(PYTHON_PROJECT, ["src/shop/pricing.py"])
-    assert list(found) == ["syntax", "ruff", "mypy", "pytest"]
+    assert list(found) == ["syntax", "ruff", "mypy", "pytest", "pytest (importers)"]
     assert found["syntax"].paths == ("src/shop/pricing.py",)
     assert found["ruff"].command == (
         "/usr/bin/ruff",
@@ -78,13 +78,17 @@ def test_a_python_change_gets_syntax_lint_types_and_related_tests():
     pytest_check = found["pytest"]
     assert pytest_check.command[:3] == ("/usr/bin/python3", "-m", "pytest")
     assert "-rA" in pytest_check.command and "-q" in pytest_check.command
-    # Named after the module, in any tests folder, and importing it (also in parentheses).
+    # Named after the module, in any tests folder; then those importing it (also in parentheses).
     assert pytest_check.command[-3:] == (
-        "tests/test_checkout.py",
+        "no:cacheprovider",
         "tests/test_pricing.py",
         "tests/unit/pricing_test.py",
     )
     assert pytest_check.ok_exit_codes == (0, 5)
+    assert found["pytest (importers)"].command[-2:] == (
+        "no:cacheprovider",
+        "tests/test_checkout.py",
+    )
     assert all(check.cwd == ROOT for check in found.values())
 
 
@@ -120,7 +124,8 @@ def test_a_deleted_module_still_runs_the_tests_that_import_it():
     files = {k: v for k, v in PYTHON_PROJECT.items() if k != "src/shop/cart.py"}
     found = checks(files, ["src/shop/cart.py"])
     assert "syntax" not in found and "ruff" not in found
-    assert found["pytest"].command[-2:] == ("tests/test_cart.py", "tests/test_checkout.py")
+    assert found["pytest"].command[-1] == "tests/test_cart.py"
+    assert found["pytest (importers)"].command[-1] == "tests/test_checkout.py"
 
 
 def test_full_runs_the_whole_suite():
@@ -134,7 +139,7 @@ def test_nothing_applies_to_a_readme():
 
 def test_tools_must_be_configured_and_installed():
     bare = {k: v for k, v in PYTHON_PROJECT.items() if k != "pyproject.toml"}
-    assert list(checks(bare, ["src/shop/pricing.py"])) == ["syntax", "pytest"]
+    assert list(checks(bare, ["src/shop/pricing.py"])) == ["syntax", "pytest", "pytest (importers)"]
     found = detect_checks(
         ROOT,
         ["src/shop/pricing.py"],
@@ -301,8 +306,5 @@ def test_disk_files_skip_vendored_folders(tmp_path):
     assert disk.read_text("missing.py") is None
     assert disk.read_text("src/shop/cart.py") == "from shop.pricing import total\n"
     real = detect_checks(tmp_path, ["src/shop/pricing.py"], which=which)
-    assert real[-1].command[-3:] == (
-        "tests/test_checkout.py",
-        "tests/test_pricing.py",
-        "tests/unit/pricing_test.py",
-    )
+    assert real[-2].command[-2:] == ("tests/test_pricing.py", "tests/unit/pricing_test.py")
+    assert real[-1].command[-1] == "tests/test_checkout.py"

@@ -17,7 +17,7 @@ from kestrel.workspace.verify.failures import (
 )
 from kestrel.workspace.verify.parsers import PARSERS, OutputParser, ParserName, parse_output
 from kestrel.workspace.verify.project import DiskFiles, MemoryFiles, ProjectFiles
-from kestrel.workspace.verify.related import related_tests
+from kestrel.workspace.verify.related import RelatedTests, related_test_tiers, related_tests
 from kestrel.workspace.verify.runner import Verifier, judge
 from kestrel.workspace.verify.syntax import syntax_failures
 
@@ -34,6 +34,7 @@ __all__ = [
     "Parsed",
     "ParserName",
     "ProjectFiles",
+    "RelatedTests",
     "VerificationReport",
     "Verifier",
     "Which",
@@ -41,6 +42,7 @@ __all__ = [
     "judge",
     "normalize_paths",
     "parse_output",
+    "related_test_tiers",
     "related_tests",
     "syntax_failures",
 ]

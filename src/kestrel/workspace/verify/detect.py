@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kestrel.workspace.verify.parsers import ParserName
 from kestrel.workspace.verify.project import DiskFiles, ProjectFiles
-from kestrel.workspace.verify.related import related_tests
+from kestrel.workspace.verify.related import related_test_tiers
 from kestrel.workspace.verify.syntax import checks_syntax
 
 Which = Callable[[str], str | None]
@@ -30,6 +30,8 @@ ESLINT_CONFIGS = tuple(
 MAX_GO_PACKAGES = 8
 PYTEST_OPTIONS = ("-q", "-rA", "--color=no", "-p", "no:cacheprovider")
 MYPY_OPTIONS = ("--show-column-numbers", "--no-pretty", "--no-color-output")
+IMPORTERS_TIMEOUT_S = 120.0
+"""Longest the wider tests (those that only import a changed module) may take."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +39,8 @@ class Check:
     """One verification step: the program to run, where, and which parser reads its output.
 
     `command` is an argument vector, never a shell string. The `syntax` check runs in process
-    over `paths` and has no command.
+    over `paths` and has no command. `timeout_s` caps this check below the verifier's own
+    timeout; `note` is added to its summary (e.g. how many tests were left out).
     """
 
     name: str
@@ -46,6 +49,8 @@ class Check:
     cwd: Path
     paths: tuple[str, ...] = ()
     ok_exit_codes: tuple[int, ...] = (0,)
+    timeout_s: float | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +105,7 @@ def detect_checks(
         _eslint(scope),
         *_go(scope, "vet"),
         _cargo(scope, "check"),
-        _pytest(scope),
+        *_pytest(scope),
         *_go(scope, "test"),
         _cargo(scope, "test"),
         _npm_test(scope) if npm_test else None,
@@ -165,22 +170,53 @@ def _mypy(scope: _Scope) -> Check | None:
     )
 
 
-def _pytest(scope: _Scope) -> Check | None:
+def _pytest(scope: _Scope) -> list[Check]:
+    """The nearest tests ("pytest"), then the wider ones that import a changed module, with a
+    shorter timeout so that a slow wide run neither holds up nor hides the nearest results."""
     python = _python(scope)
     if python is None:
-        return None
+        return []
     if scope.full:
         if not any(path.endswith(".py") for path in scope.files.files()):
-            return None
-        targets: tuple[str, ...] = ()
-    else:
-        targets = related_tests(scope.changed, scope.files)
-        if not targets:
-            return None
+            return []
+        return [_pytest_check(scope, python, "pytest", ())]
+    tiers = related_test_tiers(scope.changed, scope.files)
+    note = f"{tiers.left_out} more importing test files left out" if tiers.left_out else ""
+    if not tiers.nearest:
+        # Nothing nearer to run: the importers are the tests, with the full timeout.
+        if not tiers.importers:
+            return []
+        return [_pytest_check(scope, python, "pytest", tiers.importers, note=note)]
+    checks = [_pytest_check(scope, python, "pytest", tiers.nearest)]
+    if tiers.importers:
+        name = "pytest (importers)"
+        checks.append(
+            _pytest_check(
+                scope, python, name, tiers.importers, timeout_s=IMPORTERS_TIMEOUT_S, note=note
+            )
+        )
+    return checks
+
+
+def _pytest_check(
+    scope: _Scope,
+    python: str,
+    name: str,
+    targets: tuple[str, ...],
+    *,
+    timeout_s: float | None = None,
+    note: str = "",
+) -> Check:
     command = (python, "-m", "pytest", *PYTEST_OPTIONS, *map(_arg, targets))
     # Exit code 5 means "no tests collected": nothing failed.
     return Check(
-        name="pytest", command=command, parser="pytest", cwd=scope.root, ok_exit_codes=(0, 5)
+        name=name,
+        command=command,
+        parser="pytest",
+        cwd=scope.root,
+        ok_exit_codes=(0, 5),
+        timeout_s=timeout_s,
+        note=note,
     )
 
 

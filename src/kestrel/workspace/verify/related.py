@@ -1,17 +1,33 @@
-"""Which Python test files a change concerns: changed tests, tests named after a changed module,
-and tests that import one (a cheap textual scan, not an import graph)."""
+"""Which Python test files a change concerns, in two tiers: the nearest (changed tests, tests
+named after a changed module, folders of a changed conftest) and the wider ones that import a
+changed module (a cheap textual scan, not an import graph)."""
 
 from __future__ import annotations
 
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from kestrel.workspace.verify.project import ProjectFiles
 
 MAX_SCANNED_TESTS = 3000
+MAX_IMPORTER_TESTS = 30
+"""Importing test files run at most: the nearest to the changed modules first."""
 # Layout folders that are not part of a module's import name.
 _SOURCE_ROOTS = ("src", "lib", "python")
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedTests:
+    """The tests a change concerns: `nearest` (sorted), then `importers`, nearest first.
+
+    `left_out` counts the importing test files dropped by the cap on `importers`.
+    """
+
+    nearest: tuple[str, ...] = ()
+    importers: tuple[str, ...] = ()
+    left_out: int = 0
 
 
 def is_python_test(path: str) -> bool:
@@ -21,9 +37,21 @@ def is_python_test(path: str) -> bool:
 
 
 def related_tests(changed: Sequence[str], files: ProjectFiles) -> tuple[str, ...]:
-    """pytest targets for `changed`: test files (and folders, for a changed conftest), sorted."""
+    """pytest targets for `changed`: test files (and folders, for a changed conftest), sorted.
+
+    Both tiers of `related_test_tiers`, every importer included.
+    """
+    tiers = related_test_tiers(changed, files, max_importers=None)
+    return tuple(sorted({*tiers.nearest, *tiers.importers}))
+
+
+def related_test_tiers(
+    changed: Sequence[str], files: ProjectFiles, *, max_importers: int | None = MAX_IMPORTER_TESTS
+) -> RelatedTests:
+    """The tests for `changed` in two tiers; the importers capped at `max_importers` (None: all)."""
     tests = [path for path in files.files() if is_python_test(path)]
-    targets: set[str] = set()
+    nearest: set[str] = set()
+    sources: list[str] = []
     modules: set[str] = set()
     stems: set[str] = set()
     for path in changed:
@@ -31,21 +59,50 @@ def related_tests(changed: Sequence[str], files: ProjectFiles) -> tuple[str, ...
             continue
         name = posixpath.basename(path)
         if is_python_test(path) and files.is_file(path):
-            targets.add(path)
+            nearest.add(path)
         elif name == "conftest.py":
             folder = posixpath.dirname(path)
             # A conftest deleted with its whole folder leaves nothing there to run.
             if not folder or any(f.startswith(f"{folder}/") for f in files.files()):
-                targets.add(folder or ".")
+                nearest.add(folder or ".")
         else:
+            sources.append(path)
             modules.update(module_names(path, files))
             stem = name.rsplit(".", 1)[0]
             if stem != "__init__":
                 stems.update({f"test_{stem}.py", f"{stem}_test.py"})
-    targets.update(test for test in tests if posixpath.basename(test) in stems)
-    if modules:
-        targets.update(importers(tests[:MAX_SCANNED_TESTS], sorted(modules), files))
-    return tuple(sorted(targets))
+    nearest.update(test for test in tests if posixpath.basename(test) in stems)
+    if not modules:
+        return RelatedTests(nearest=tuple(sorted(nearest)))
+    found = importers(tests[:MAX_SCANNED_TESTS], sorted(modules), files)
+    wider = rank_by_nearness([t for t in found if not _covered(t, nearest)], sources)
+    kept = wider if max_importers is None else wider[: max(max_importers, 0)]
+    return RelatedTests(tuple(sorted(nearest)), tuple(kept), len(wider) - len(kept))
+
+
+def rank_by_nearness(tests: Sequence[str], sources: Sequence[str]) -> list[str]:
+    """`tests` ordered by the most leading folders shared with one of `sources`, then by path."""
+
+    def shared(test: str) -> int:
+        folders = posixpath.dirname(test).split("/")
+        best = 0
+        for source in sources:
+            count = 0
+            for mine, theirs in zip(folders, posixpath.dirname(source).split("/"), strict=False):
+                if mine != theirs or not mine:
+                    break
+                count += 1
+            best = max(best, count)
+        return best
+
+    return sorted(tests, key=lambda test: (-shared(test), test))
+
+
+def _covered(test: str, nearest: set[str]) -> bool:
+    # A tier-1 folder (a changed conftest's) already runs every test file under it.
+    return test in nearest or any(
+        target == "." or test.startswith(f"{target}/") for target in nearest
+    )
 
 
 def module_names(path: str, files: ProjectFiles) -> list[str]:

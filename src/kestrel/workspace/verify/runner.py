@@ -109,11 +109,12 @@ class Verifier:
             return self._syntax(check)
         if not check.command:
             return _broken(check, "the check has no command to run", None)
+        timeout_s = self.timeout_for(check)
         try:
             result = await self._executor.run(
                 shlex.join(check.command),
                 cwd=check.cwd,
-                timeout_s=self._timeout_s,
+                timeout_s=timeout_s,
                 on_output=self._on_output,
                 env=self._env,
             )
@@ -122,7 +123,17 @@ class Verifier:
         # Parsing a runaway log whole would cost more than it tells; its end has the summary.
         output = result.output[-MAX_PARSED_BYTES:]
         parsed = parse_output(check.parser, output, tool=tool_name(check))
-        return judge(check, result, parsed, root=self._root, timeout_s=self._timeout_s)
+        judged = judge(check, result, parsed, root=self._root, timeout_s=timeout_s)
+        if not check.note:
+            return judged
+        summary = f"{judged.summary}; {check.note}" if judged.summary else check.note
+        return replace(judged, summary=summary)
+
+    def timeout_for(self, check: Check) -> float:
+        """The check's own timeout where it sets one, never longer than the verifier's."""
+        if check.timeout_s is None:
+            return self._timeout_s
+        return min(check.timeout_s, self._timeout_s)
 
     def _syntax(self, check: Check) -> CheckResult:
         failures: list[Failure] = []
