@@ -4,8 +4,10 @@ Each assistant message holding exactly one ```bash block (mini-swe-agent's own r
 scripted turn that calls Kestrel's `bash` tool with that command, verbatim, and the original
 environment's 60 s timeout. Messages with zero or several blocks were format errors: they ran
 nothing, so they become no turn. The submission step (a command that printed
-COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT and ended the run) is not run: it becomes the script's final
-text answer. See docs/scripted-model.md for the script format.
+COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT and ended the run) becomes the script's final text answer;
+what that command ran before echoing the token (a clean-up such as `rm -rf reproduction`) is
+replayed as one more step, since the original ran it too. See docs/scripted-model.md for the
+script format.
 
     python bench/replay/convert.py TRAJ.json SCRIPT_OUT.json [--meta META_OUT.json]
 """
@@ -136,29 +138,52 @@ def convert(traj: object) -> Conversion:
         thought = m["content"][: m["content"].find("```bash")].strip()[:MAX_TEXT]
         if _is_submission(command, observation):
             conv.submitted = True
+            if before := submission_prefix(command):
+                # What the submit command did before it printed the token ran too (a clean-up,
+                # say): it is one more step, its original exit code unknown.
+                _add_step(conv, before, None, "", thought)
+                thought = ""
             conv.script.append({"text": thought or "Done."})
             return conv
         found = RETURNCODE_RE.match(observation or "")
-        conv.steps.append(
-            Step(
-                index=len(conv.steps),
-                command=command,
-                orig_returncode=int(found.group(1)) if found else None,
-                orig_output_head=(observation or "")[:OUTPUT_HEAD],
-                orig_output_tail=(observation or "")[OUTPUT_HEAD:][-OUTPUT_TAIL:],
-            )
-        )
-        turn: dict[str, Any] = {
-            "tool_calls": [
-                {"name": "bash", "arguments": {"command": command, "timeout": TIMEOUT_S}}
-            ]
-        }
-        if thought:
-            turn["text"] = thought
-        conv.script.append(turn)
+        _add_step(conv, command, int(found.group(1)) if found else None, observation or "", thought)
     ended = conv.exit_status or "no submission"
     conv.script.append({"text": f"The recorded run ended without submitting ({ended})."})
     return conv
+
+
+_TOKENS = "|".join(SUBMIT_TOKENS)
+_SUBMIT_ECHO = re.compile(rf"(?:^|&&|;|\n)\s*echo\s+[\"']?(?:{_TOKENS})")
+
+
+def submission_prefix(command: str) -> str:
+    """The commands a submit command ran before echoing the token (`rm -rf tmp` in `rm -rf tmp
+    && echo COMPLETE_... && git add -A`), or "" when it begins with the echo."""
+    found = _SUBMIT_ECHO.search(command)
+    if found is None:
+        return ""
+    return command[: found.start()].strip().rstrip("&;").strip()
+
+
+def _add_step(
+    conv: Conversion, command: str, returncode: int | None, observation: str, thought: str
+) -> None:
+    """One replayed `bash` call, and what the original run saw from it."""
+    conv.steps.append(
+        Step(
+            index=len(conv.steps),
+            command=command,
+            orig_returncode=returncode,
+            orig_output_head=observation[:OUTPUT_HEAD],
+            orig_output_tail=observation[OUTPUT_HEAD:][-OUTPUT_TAIL:],
+        )
+    )
+    turn: dict[str, Any] = {
+        "tool_calls": [{"name": "bash", "arguments": {"command": command, "timeout": TIMEOUT_S}}]
+    }
+    if thought:
+        turn["text"] = thought
+    conv.script.append(turn)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from convert import TIMEOUT_S, ConvertError, convert, main
+from convert import TIMEOUT_S, ConvertError, convert, main, submission_prefix
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "replay"
 
@@ -79,6 +79,27 @@ def test_the_submission_step_becomes_the_final_text_and_is_not_run() -> None:
     assert conv.script[-1] == {"text": "THOUGHT: all done."}
     assert [s.command for s in conv.steps] == ["sed -i s/a/b/ f.py"]
     assert conv.meta()["submission"] == "diff --git a/f.py b/f.py\n"
+
+
+def test_what_the_submit_command_ran_before_the_token_is_replayed() -> None:
+    """The original ran the whole command: a clean-up before the echo changed the tree."""
+    submit = "rm -rf reproduction\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A"
+    conv = convert(
+        _traj(
+            _say("```bash\nmkdir reproduction\n```"),
+            _obs(0),
+            _say(f"THOUGHT: clean up and submit.\n\n```bash\n{submit}\n```"),
+            {"role": "user", "content": "diff --git a/f.py b/f.py\n"},
+        )
+    )
+    assert [s.command for s in conv.steps] == ["mkdir reproduction", "rm -rf reproduction"]
+    assert conv.steps[-1].orig_returncode is None
+    assert conv.script[-2]["text"] == "THOUGHT: clean up and submit."
+    assert conv.script[-1] == {"text": "Done."}
+    assert submission_prefix("cd /testbed && echo 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'") == (
+        "cd /testbed"
+    )
+    assert submission_prefix("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff") == ""
 
 
 def test_a_submit_command_that_did_not_end_the_run_is_an_ordinary_step() -> None:
