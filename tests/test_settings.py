@@ -174,6 +174,7 @@ def test_environment_overrides_every_file(repo: Path, home: Path) -> None:
         ("KESTREL_MAX_OUTPUT_TOKENS", "1024", ("max_output_tokens", 1024)),
         ("KESTREL_MAX_TURNS", "12", ("limits.max_turns", 12)),
         ("KESTREL_MAX_TURNS", "none", ("limits.max_turns", None)),
+        ("KESTREL_TURN_GRACE", "0", ("limits.turn_grace", 0.0)),
         ("KESTREL_MAX_TOKENS", "50000", ("limits.max_tokens", 50_000)),
         ("KESTREL_MAX_COST_USD", "0.75", ("limits.max_cost_usd", 0.75)),
         ("KESTREL_MAX_WALL_S", "90", ("limits.max_wall_s", 90.0)),

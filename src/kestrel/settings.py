@@ -76,7 +76,8 @@ class LimitSettings(_Table):
     tasks the longest took 145 steps: 200 leaves room without letting a stuck run go on."""
     turn_grace: Annotated[float, Field(ge=0.0, le=1.0)] = 0.25
     """The share of `max_turns` a run may go past it by, once, when its files changed in its
-    last 10 turns (a `budget_notice` says so); 0 makes `max_turns` a hard stop."""
+    last 10 turns (a `budget_notice` says so); 0 makes `max_turns` a hard stop, as
+    `--max-turns N` on the command line always does."""
     max_tokens: Annotated[PositiveInt | None, _NoneWord] = None
     max_cost_usd: Annotated[PositiveFloat | None, _NoneWord] = None
     max_wall_s: Annotated[PositiveFloat | None, _NoneWord] = None

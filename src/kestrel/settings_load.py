@@ -31,6 +31,7 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "network": ("network",),
     "workspace": ("workspace",),
     "max_turns": ("limits", "max_turns"),
+    "turn_grace": ("limits", "turn_grace"),
     "max_tokens": ("limits", "max_tokens"),
     "max_cost_usd": ("limits", "max_cost_usd"),
     "max_wall_s": ("limits", "max_wall_s"),

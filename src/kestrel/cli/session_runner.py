@@ -141,6 +141,8 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
     flags = {
         "model": request.model,
         "max_turns": request.max_turns,
+        # A turn budget named on the command line is the person's exact limit: no grace.
+        "turn_grace": 0.0 if request.max_turns is not None else None,
         "max_cost_usd": request.max_cost,
         "permission_mode": request.permission_mode,
         "sandbox": request.sandbox,
