@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, cast
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Discriminator,
     Field,
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
-    Tag,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -36,12 +30,15 @@ from kestrel.protocol.events import Limits, ModelRole, PermissionMode
 from kestrel.settings_checks import check_combined
 from kestrel.settings_endpoint import EndpointSettings
 from kestrel.settings_limits import SandboxLimitSettings
+from kestrel.settings_models import PROVIDERS as PROVIDERS
+from kestrel.settings_models import ModelChoice as ModelChoice
+from kestrel.settings_models import ModelEntrySettings as ModelEntrySettings
+from kestrel.settings_models import ModelRoleSettings as ModelRoleSettings
+from kestrel.settings_models import ProviderName as ProviderName
+from kestrel.settings_models import _none_word as _none_word
+from kestrel.settings_models import _NoneWord, _Table, check_model_spec, check_url, one_or_many
 from kestrel.settings_sandbox import SandboxViewSettings
 
-ProviderName = Literal["anthropic", "openai", "scripted"]
-"""The providers a `model` setting may name."""
-PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai", "scripted")
-"""Every `ProviderName`, in the order messages list them."""
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 """The model used when no layer sets one."""
 ENV_PREFIX = "KESTREL_"
@@ -52,20 +49,6 @@ API_KEY_ENV: Mapping[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "O
 
 _PARTIAL = "partial"
 """Validation context for one layer on its way to the merged settings."""
-
-
-def _none_word(value: object) -> object:
-    """Let "none" (or "unlimited") stand for no value, since TOML and env vars have no null."""
-    if isinstance(value, str) and value.strip().lower() in ("none", "unlimited"):
-        return None
-    return value
-
-
-_NoneWord = BeforeValidator(_none_word)
-
-
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class LimitSettings(_Table):
@@ -217,89 +200,6 @@ class HookSettings(_Table):
 assert tuple(HookSettings.model_fields) == HOOK_EVENTS
 
 
-def _check_model_spec(value: str) -> str:
-    provider, sep, model_id = value.partition(":")
-    if not sep or provider not in PROVIDERS or not model_id.strip():
-        raise ValueError(
-            'expected "provider:model-id" with provider one of ' + ", ".join(PROVIDERS)
-        )
-    return value
-
-
-def _check_url(value: str | None) -> str | None:
-    if value is not None and not value.startswith(("http://", "https://")):
-        raise ValueError("expected an http:// or https:// URL")
-    return value
-
-
-def _one_or_many(value: object) -> object:
-    """A single entry where a list is expected stands for a list of one."""
-    return [value] if isinstance(value, str | Mapping) else value
-
-
-class ModelEntrySettings(_Table):
-    """One model of a role with its own endpoint: `{ model = "...", base_url = "..." }`."""
-
-    model: str
-    base_url: Annotated[str | None, _NoneWord] = None
-    """None: the provider's public API (the top-level `base_url` does not apply)."""
-
-    @field_validator("model")
-    @classmethod
-    def _check_model(cls, value: str) -> str:
-        return _check_model_spec(value)
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str | None) -> str | None:
-        return _check_url(value)
-
-
-def _entry_form(value: object) -> str:
-    return "text" if isinstance(value, str) else "table"
-
-
-_Entry = Annotated[
-    Annotated[str, Tag("text")] | Annotated[ModelEntrySettings, Tag("table")],
-    Discriminator(_entry_form),
-]
-_RoleList = Annotated[list[_Entry], BeforeValidator(_one_or_many)]
-
-
-class ModelRoleSettings(_Table):
-    """Each role's models, in the order they are tried; an empty role uses `main`'s."""
-
-    main: _RoleList = []
-    plan: _RoleList = []
-    fast: _RoleList = []
-    edit: _RoleList = []
-    failover_after: PositiveInt = 1
-    """Attempts an overloaded, failing or unreachable model gets before the next is tried."""
-
-    @field_validator("main", "plan", "fast", "edit")
-    @classmethod
-    def _check_entries(
-        cls, entries: list[str | ModelEntrySettings]
-    ) -> list[str | ModelEntrySettings]:
-        for entry in entries:
-            if isinstance(entry, str):
-                _check_model_spec(entry)
-        return entries
-
-
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
-    """One model a role may use: `provider:model-id` and the endpoint to reach it at."""
-
-    model: str
-    base_url: str | None = None
-
-    @property
-    def provider(self) -> str:
-        """The provider part of `model`."""
-        return self.model.partition(":")[0]
-
-
 class Settings(_Table):
     """Everything configurable about a Kestrel run; see docs/configuration.md."""
 
@@ -338,7 +238,7 @@ class Settings(_Table):
     @field_validator("model")
     @classmethod
     def _check_model(cls, value: str) -> str:
-        return _check_model_spec(value)
+        return check_model_spec(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -347,13 +247,13 @@ class Settings(_Table):
         if not isinstance(data, Mapping) or "model" in data:
             return data
         models = data.get("models")
-        main = _one_or_many(models.get("main")) if isinstance(models, Mapping) else None
+        main = one_or_many(models.get("main")) if isinstance(models, Mapping) else None
         if not isinstance(main, list) or not main:
             return data
         first = main[0]
         spec = first.get("model") if isinstance(first, Mapping) else first
         try:
-            _check_model_spec(spec if isinstance(spec, str) else "")
+            check_model_spec(spec if isinstance(spec, str) else "")
         except ValueError:
             return data  # The entry's own check reports it, once.
         return {**data, "model": spec}
@@ -368,7 +268,7 @@ class Settings(_Table):
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, value: str | None) -> str | None:
-        return _check_url(value)
+        return check_url(value)
 
     @property
     def provider(self) -> ProviderName:
