@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -12,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from context_kit import bump, committed_repo, git, write
 
 from kestrel.context.engine import ContextEngine
 from kestrel.context.inventory import content_hash
@@ -49,32 +48,9 @@ FILES = {
 }
 
 
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for path, text in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-
-
-def bump(path: Path) -> None:
-    """Make sure a rewrite is visible in the stat even on coarse-grained clocks."""
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    write(root, FILES)
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    return root
+    return committed_repo(tmp_path / "repo", FILES)
 
 
 def open_engine(root: Path, tmp_path: Path) -> ContextEngine:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from context_kit import committed_repo
+from context_kit import write as kit_write
 
 import kestrel.context.engine as engine_module
 from kestrel.context.engine import ContextEngine
@@ -59,28 +59,14 @@ QUERIES = (
 )
 
 
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-
-
 def write(root: Path, files: dict[str, str]) -> None:
-    for path, text in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        st = target.stat()  # a rewrite shows in the stat even on coarse clocks
-        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    """Rewrite files so that their stat shows it even on coarse clocks."""
+    kit_write(root, files, bumped=True)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    write(root, FILES)
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    return root
+    return committed_repo(tmp_path / "repo", FILES)
 
 
 def snapshot_of(root: Path, cache: Path) -> Path:
