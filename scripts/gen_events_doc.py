@@ -146,7 +146,10 @@ MEANING: dict[str, dict[str, str]] = {
     },
     "tool_call_requested": {
         "call": "The call as the model wrote it.",
-        "read_only": "True for tools that change nothing (reads and searches).",
+        "read_only": (
+            "True for calls that change nothing (reads and searches, and a `task` call whose "
+            "subagent has only such tools). A resume rolls back a started call logged `false`."
+        ),
     },
     "permission_decided": {
         "call_id": "The call decided on.",
@@ -290,8 +293,7 @@ MEANING: dict[str, dict[str, str]] = {
         "tokens_before": "Estimated input tokens of the request before compaction.",
         "tokens_after": "Estimated input tokens after it.",
         "window_tokens": "The context window it was fitted to.",
-        "usage": "What the summarising call spent; counted in the session's totals, not as a "
-        "turn.",
+        "usage": "What the summarising call spent; counted in the session's totals, not as a turn.",
     },
     "MovedOutput": {
         "call_id": "The call whose output moved.",

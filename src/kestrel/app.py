@@ -17,7 +17,8 @@ from kestrel.agent.daily import DailyBudget, DailyLimits
 from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
-from kestrel.agent.subagents import SubagentRunner, context_note, task_tool
+from kestrel.agent.subagents import SubagentRunner
+from kestrel.agent.task_tool import context_note, task_tool
 from kestrel.app_sandbox import BYPASS_NEEDS_SANDBOX
 from kestrel.app_sandbox import check_sandbox as check_sandbox
 from kestrel.app_sandbox import data_dir as data_dir

@@ -23,7 +23,7 @@ from typing import Any
 
 from kestrel.agent.rollback import cut_short
 from kestrel.agent.state import replay
-from kestrel.agent.subagents import TaskTool
+from kestrel.agent.task_tool import TaskTool
 from kestrel.app import checkpointer_for, data_dir
 from kestrel.protocol.codec import event_to_dict
 from kestrel.protocol.errors import ConfigError, KestrelError

@@ -240,3 +240,64 @@ def test_a_test_run_is_run_again_after_its_rollback_when_the_setting_says_so(
     assert not finished.interrupted and not finished.is_error, finished.content
     assert [e.type for e in box.events(session_id)].count("tool_started") == 2
     assert box.files()["junk.txt"] == "from the test run\n"
+
+
+WRITER = """---
+name: writer
+description: Writes files and runs commands.
+tools: write_file, bash
+model: fast
+---
+Do the task.
+"""
+
+
+@pytest.mark.parametrize("workspace", ["overlay", "direct"])
+def test_a_writing_subagent_killed_inside_is_rolled_back_whole(
+    tmp_path: Path, workspace: str
+) -> None:
+    child = tmp_path / "child.json"
+    child.write_text(
+        json.dumps(
+            [call("write_file", path="notes.md", content="draft\n"), call("bash", command="ls")]
+        )
+    )
+    task = call("task", description="write notes", prompt="Write notes.", agent="writer")
+    box = Box(tmp_path, [task], f'[models]\nfast = ["scripted:{child}"]\n')
+    agents = tmp_path / "home" / ".config" / "kestrel" / "agents"
+    agents.mkdir()
+    (agents / "writer.md").write_text(WRITER)
+    # Killed as the subagent's second call starts: its first one has written notes.md.
+    session_id = box.kill_when((), "--workspace", workspace, tool_hook="kill:bash")
+    if workspace == "direct":
+        assert (box.project / "notes.md").exists()
+    result = box.resume(session_id, "--workspace", workspace)
+    assert result["reason"] == "done"
+    finished = box.result_of(session_id, "task")
+    assert finished.interrupted and ROLLED_BACK in finished.content
+    assert box.files() == {}, "the cut-short subagent left part of its work"
+    events = box.events(session_id)
+    ended = [e for e in events if e.type == "subagent_finished"]
+    assert [e.reason for e in ended] == ["cancelled"]
+    assert [e.type for e in events].count("subagent_started") == 1  # nothing ran it again
+    child_events = box.events(ended[0].child_session_id)
+    assert child_events[-1].type == "session_finished"
+
+
+def test_tasks_of_writing_subagents_run_alone_after_a_checkpoint(tmp_path: Path) -> None:
+    child = tmp_path / "child.json"
+    child.write_text(json.dumps([call("write_file", path="notes.md", content="draft\n")]))
+    task = call("task", description="write notes", prompt="Write notes.", agent="writer")
+    box = Box(tmp_path, [task], f'[models]\nfast = ["scripted:{child}"]\n')
+    agents = tmp_path / "home" / ".config" / "kestrel" / "agents"
+    agents.mkdir()
+    (agents / "writer.md").write_text(WRITER)
+    done = box.run(*box.args())
+    assert done.returncode == 0, done.stderr
+    session_id = json.loads(done.stdout.splitlines()[0])["session_id"]
+    events = box.events(session_id)
+    requested = next(e for e in events if e.type == "tool_call_requested")
+    assert not requested.read_only
+    after = [e for e in events if e.type == "checkpoint_created" and e.call_ids]
+    assert [e.call_ids for e in after] == [(requested.call.id,)]
+    assert "notes.md" in str(after[0].changes)

@@ -57,7 +57,7 @@ async def crashed_in_command(tmp_path: Path, root: Path, command: str) -> AgentL
     loop.emit(
         ModelCompleted(request_id="r", message=AssistantTurn(tool_calls=(the_call,)), usage=usage)
     )
-    loop.emit(ToolCallRequested(call=the_call))
+    loop.emit(ToolCallRequested(call=the_call, read_only=loop.tools.kind(the_call.name) == "read"))
     loop.emit(PermissionDecided(call_id="cut", decision="allow", decided_by="mode"))
     loop.emit(ToolStarted(call_id="cut", name="bash"))
     (root / "half.txt").write_text("half\n")  # what the command did before the kill

@@ -37,7 +37,7 @@ def crashed_mid_call(root: Path, tool: str, arguments: str, write: FileChanged |
             usage=Usage(model="scripted"),
         )
     )
-    loop.emit(ToolCallRequested(call=the_call))
+    loop.emit(ToolCallRequested(call=the_call, read_only=loop.tools.kind(the_call.name) == "read"))
     loop.emit(PermissionDecided(call_id="c1", decision="allow", decided_by="mode"))
     loop.emit(ToolStarted(call_id="c1", name=tool))
     if write is not None:
@@ -115,7 +115,7 @@ async def test_a_command_that_never_started_runs_after_resume(tmp_path: Path) ->
             usage=Usage(model="scripted"),
         )
     )
-    loop.emit(ToolCallRequested(call=the_call))
+    loop.emit(ToolCallRequested(call=the_call, read_only=loop.tools.kind(the_call.name) == "read"))
     loop.emit(PermissionDecided(call_id="call_0_0", decision="allow", decided_by="mode"))
     reconcile(loop.state, loop.emit, loop.tools.kind)
     assert (await loop.run()).reason == "done"

@@ -14,7 +14,8 @@ from kestrel.agent.agent_defs import AgentDefinition, builtin_agents
 from kestrel.agent.loop import AgentLoop, LoopConfig
 from kestrel.agent.ports import DenyingApprover, OnRetry, OnSwitch, ToolEnvironment
 from kestrel.agent.session import start_session
-from kestrel.agent.subagents import SubagentRunner, task_tool
+from kestrel.agent.subagents import SubagentRunner
+from kestrel.agent.task_tool import task_tool
 from kestrel.models.scripted import ScriptedProvider, ScriptedTurn
 from kestrel.policy.gate import PermissionGate
 from kestrel.protocol.events import Event, Limits, ModelRole, PermissionMode, Record

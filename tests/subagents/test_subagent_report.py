@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from subagent_kit import Scripts, children, make_parent
 
-from kestrel.agent.subagents import TaskTool
+from kestrel.agent.task_tool import TaskTool
 from kestrel.models.scripted import ScriptedTurn, call, say
 from kestrel.protocol.events import (
     ModelRequestStarted,

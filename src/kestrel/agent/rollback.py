@@ -154,9 +154,20 @@ def cut_short(state: SessionState, kind_of: Callable[[str], ToolKind | None]) ->
     """The call that may change files which started and has no result, if there is one: its
     files may hold part of it until a resume rolls it back. Unknown tools count as changing."""
     for call in state.unfinished:
-        if call.id in state.started and kind_of(call.name) != "read":
+        if call.id in state.started and logged_kind(state, call, kind_of) != "read":
             return call
     return None
+
+
+def logged_kind(
+    state: SessionState, call: ToolCall, kind_of: Callable[[str], ToolKind | None]
+) -> ToolKind | None:
+    """The kind of a logged call: its tool's, except that a call of a reading tool that was
+    logged as able to change files (a `task` call whose subagent can write) is a command."""
+    kind = kind_of(call.name)
+    if kind == "read" and call.id in state.changing:
+        return "execute"
+    return kind
 
 
 def logged_final_answer(store: EventStore, state: SessionState) -> ModelCompleted | None:

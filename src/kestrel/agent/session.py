@@ -16,6 +16,7 @@ from kestrel.agent.rollback import (
     Settled,
     interrupted,
     is_idempotent,
+    logged_kind,
     roll_back_command,
     roll_back_edit,
     rollback_point,
@@ -171,7 +172,7 @@ def _plan(
 ) -> dict[str, Settled]:
     where = root or Path(state.cwd)  # The session's view of the files: an overlay may move it.
     return {
-        c.id: _settle(state, c, kind_of(c.name), where, artifacts_dir, point, policy)
+        c.id: _settle(state, c, logged_kind(state, c, kind_of), where, artifacts_dir, point, policy)
         for c in state.unfinished
     }
 

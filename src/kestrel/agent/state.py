@@ -77,6 +77,8 @@ class SessionState:
     """The last assistant turn's calls, in the model's order, until every one has a result."""
     calls: dict[str, ToolCall] = field(default_factory=dict)
     """Every tool call requested so far, by id."""
+    changing: set[str] = field(default_factory=set)
+    """Ids of the calls logged as able to change files (not read-only when requested)."""
     started: set[str] = field(default_factory=set)
     results: dict[str, ToolFinished] = field(default_factory=dict)
     decisions: dict[str, PermissionDecided] = field(default_factory=dict)
@@ -175,6 +177,8 @@ def apply(state: SessionState, record: Record) -> None:
             state.totals = _add_usage(state.totals, event.usage)
         case ToolCallRequested():
             state.calls[event.call.id] = event.call
+            if not event.read_only:
+                state.changing.add(event.call.id)
             state.totals = replace(state.totals, tool_calls=state.totals.tool_calls + 1)
         case ToolStarted():
             state.started.add(event.call_id)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,9 +20,8 @@ from kestrel.agent import budgets
 from kestrel.agent.agent_defs import AgentDefinition
 from kestrel.agent.loop import MAX_STOP_BLOCKS, AgentLoop, LoopConfig
 from kestrel.agent.ports import ModelStreamer
-from kestrel.agent.prompt import MemoryFile
 from kestrel.agent.session import new_session_id
-from kestrel.agent.state import replay, wall_seconds, with_subagent
+from kestrel.agent.state import SessionState, replay, wall_seconds, with_subagent
 from kestrel.agent.subagent_limits import WatchedStore, child_limits, narrower_mode
 from kestrel.agent.tool_runner import hook_events
 from kestrel.policy.hooks import HookEvent, HookVerdict
@@ -41,7 +39,7 @@ from kestrel.protocol.events import (
     UserMessage,
 )
 from kestrel.protocol.messages import AssistantTurn, Message
-from kestrel.tools.base import Tool, ToolContext, ToolFailed, ToolKind, ToolOutcome
+from kestrel.tools.base import Tool, ToolFailed, ToolOutcome
 from kestrel.tools.registry import ToolRegistry
 
 TASK_TOOL = "task"
@@ -287,26 +285,7 @@ class SubagentRunner:
     ) -> ToolOutcome:
         """The call ran before this process (a resume): report what its subagent left, closing
         its session and adding its spend to the parent's if that had not happened yet."""
-        store = parent.store
-        child = replay(store.read(started.child_session_id))
-        ended = child.finished
-        lost = "the parent session stopped while this subagent ran"
-        if child.session_id and ended is None:
-            store.append(
-                started.child_session_id,
-                SessionFinished(reason="cancelled", detail=lost, totals=child.totals),
-            )
-        if not accounted:
-            parent.emit(
-                SubagentFinished(
-                    call_id=call_id,
-                    child_session_id=started.child_session_id,
-                    agent=started.agent,
-                    reason="cancelled" if ended is None else ended.reason,
-                    detail=lost if ended is None else ended.detail,
-                    totals=child.totals,
-                )
-            )
+        child, ended = _close(parent, call_id, started, accounted)
         if ended is not None:
             return _report(ended, started.child_session_id, child.messages)
         return ToolOutcome(
@@ -315,6 +294,59 @@ class SubagentRunner:
             "if it is still needed.",
             is_error=True,
         )
+
+    def may_change_files(self, agent: str) -> bool:
+        """Whether the subagent called `agent` has a tool that edits files or runs commands."""
+        definition = self.definitions.get(agent)
+        parent = self.parent
+        if definition is None or parent is None:
+            return False
+        tools = _child_tools(parent.tools, definition)
+        return any(tool.kind in ("edit", "execute") for tool in tools)
+
+
+def close_lost(parent: AgentLoop) -> None:
+    """After a resume settled the parent's cut-short calls: close the session of every subagent
+    whose `task` call now has a result (it was rolled back) but that never finished, and add its
+    spend to the parent's. Nothing runs it again."""
+    running: dict[str, SubagentStarted] = {}
+    for record in parent.store.read(parent.session_id):
+        event = record.event
+        if isinstance(event, SubagentStarted):
+            running[event.call_id] = event
+        elif isinstance(event, SubagentFinished):
+            running.pop(event.call_id, None)
+    for call_id, started in running.items():
+        if call_id in parent.state.results:
+            _close(parent, call_id, started, accounted=False)
+
+
+def _close(
+    parent: AgentLoop, call_id: str, started: SubagentStarted, accounted: bool
+) -> tuple[SessionState, SessionFinished | None]:
+    """End the session of a subagent an earlier process started, if it had not ended, and log
+    its end in the parent unless `accounted`; its state and how it had ended, if it had."""
+    store = parent.store
+    child = replay(store.read(started.child_session_id))
+    ended = child.finished
+    lost = "the parent session stopped while this subagent ran"
+    if child.session_id and ended is None:
+        store.append(
+            started.child_session_id,
+            SessionFinished(reason="cancelled", detail=lost, totals=child.totals),
+        )
+    if not accounted:
+        parent.emit(
+            SubagentFinished(
+                call_id=call_id,
+                child_session_id=started.child_session_id,
+                agent=started.agent,
+                reason="cancelled" if ended is None else ended.reason,
+                detail=lost if ended is None else ended.detail,
+                totals=child.totals,
+            )
+        )
+    return child, ended
 
 
 def _parent_limits(parent: AgentLoop) -> Limits:
@@ -360,52 +392,3 @@ def _report(finished: SessionFinished, session_id: str, messages: Sequence[Messa
     if last:
         lines.append(f"Its last message:\n{last}")
     return ToolOutcome(content="\n".join(lines), is_error=True)
-
-
-class TaskTool:
-    """Run a subagent on a self-contained task and get back its report."""
-
-    name: ClassVar[str] = TASK_TOOL
-    kind: ClassVar[ToolKind] = "read"
-    """The call itself changes nothing; each call the subagent makes passes its own permission
-    check, in a mode no wider than the parent's."""
-    Args: ClassVar[type[BaseModel]] = TaskArgs
-    description: ClassVar[str] = (
-        "Hand a self-contained task to a subagent with a fresh context of its own: it works "
-        "with its own tools and returns one report, which is this call's result. Use it for "
-        "broad searches, plans and reviews whose intermediate steps you do not need to see. "
-        "Several task calls in one reply run in parallel. The subagent sees nothing of this "
-        "conversation: put everything it needs in the prompt."
-    )
-
-    def __init__(self, runner: SubagentRunner) -> None:
-        self._runner = runner
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutcome:
-        """Run the subagent for this call."""
-        return await self._runner.run(TaskArgs.model_validate(args), ctx.call_id)
-
-
-def task_tool(runner: SubagentRunner) -> TaskTool:
-    """The `task` tool, its description listing the agents `runner` knows."""
-    listing = "\n".join(
-        f"- {d.name}: {d.description}" for d in sorted(runner.definitions.values(), key=_key)
-    )
-    text = f"{TaskTool.description}\n\nAgents (the `agent` argument):\n{listing}"
-    described = type("TaskTool", (TaskTool,), {"description": text})
-    return cast(TaskTool, described(runner))
-
-
-def _key(definition: AgentDefinition) -> str:
-    return definition.name
-
-
-def context_note(*, cwd: str, memory: Sequence[MemoryFile], today: str) -> str:
-    """What every subagent is told besides its definition: the project's rules and where it is."""
-    parts = [
-        f"Project instructions from {item.path} (follow them):\n<memory-file>\n"
-        f"{item.text.strip()}\n</memory-file>"
-        for item in memory
-    ]
-    parts.append(f"Environment:\n- Working directory: {cwd}\n- Date: {today}")
-    return "\n\n".join(parts)

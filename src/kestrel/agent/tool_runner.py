@@ -73,13 +73,13 @@ class ToolRunner:
         todo = [c for c in calls if c.id not in self._state.results]
         for call in todo:
             if call.id not in self._state.calls:
-                kind = self._tools.kind(call.name)
+                kind = self._tools.call_kind(call)
                 self._emit(ToolCallRequested(call=call, read_only=kind == "read"))
         # A call whose arguments were moved to a file is judged and run with them whole.
         whole = [full_call(c, self._env.artifacts_dir) for c in todo]
         allowed = [c for c in whole if await self._permitted(c)]
         for group in _batches(allowed, self._tools):
-            changing = tuple(c for c in group if self._tools.kind(c.name) in ("edit", "execute"))
+            changing = tuple(c for c in group if self._tools.call_kind(c) in ("edit", "execute"))
             if changing:
                 # The call's rollback point: a crash inside it is undone back to here. It
                 # records nothing when nothing changed since the last checkpoint.
@@ -327,8 +327,8 @@ def _batches(calls: Sequence[ToolCall], tools: ToolRegistry) -> list[list[ToolCa
     """Consecutive read-only calls form one parallel batch; every other call runs alone."""
     batches: list[list[ToolCall]] = []
     for call in calls:
-        reading = tools.kind(call.name) == "read"
-        if reading and batches and tools.kind(batches[-1][0].name) == "read":
+        reading = tools.call_kind(call) == "read"
+        if reading and batches and tools.call_kind(batches[-1][0]) == "read":
             batches[-1].append(call)
         else:
             batches.append([call])

@@ -15,6 +15,7 @@ from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approver, DenyingApprover
 from kestrel.agent.rollback import ResumePolicy
 from kestrel.agent.session import ResumeEnvironment, resume, rewind
+from kestrel.agent.subagents import close_lost
 from kestrel.cli.drive import (
     AfterRun,
     ConsoleApprover,
@@ -146,6 +147,7 @@ def settle_interrupted(loop: AgentLoop, settings: Settings) -> None:
             f"session {loop.session_id}: the call a crash cut short could not be rolled back "
             f"({exc}); nothing else was run, and its files may hold part of that call"
         ) from exc
+    close_lost(loop)  # The subagent of a rolled-back `task` call ends with it.
 
 
 def resume_policy(settings: Settings) -> ResumePolicy:

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -83,6 +83,15 @@ class ToolRegistry:
         """Whether `name` reads, edits or executes; `None` for an unknown tool."""
         tool = self._tools.get(name)
         return None if tool is None else tool.kind
+
+    def call_kind(self, call: ToolCall) -> ToolKind | None:
+        """What this call may do: its tool's kind, unless the tool judges each call (a `task`
+        call is a read when its subagent only reads, a command when it can change files)."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return None
+        judge = getattr(tool, "kind_of_call", None)
+        return tool.kind if judge is None else cast(ToolKind, judge(call))
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """What the model is told: each tool's name, description and argument schema.
