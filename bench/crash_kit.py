@@ -64,6 +64,7 @@ SCRIPT = [
     turn(("apply_patch", {"patch": PATCH})),
     turn(("bash", {"command": WRITE_CMD})),
     turn(("bash", {"command": TREE_CMD})),
+    turn(("task", {"description": "write sub", "prompt": "Write sub/.", "agent": "writer"})),
     turn(("bash", {"command": TEST_CMD})),
     turn(text="Fixed add, documented it, cleaned up."),
 ]
@@ -73,9 +74,21 @@ STEPS: dict[str, tuple[str, ...]] = {
     "call_4_0": ("README.md", "docs/usage.md", "legacy.py"),
     "call_5_0": ("out/a.txt", "old.txt"),
     "call_6_0": ("tree/a/b/one.txt", "tree/c/two.txt"),
+    "call_7_0": ("sub/one.txt", "sub/two.txt"),
 }
 """The calls that change files (by the scripted call ids: turn, then place) and the paths each
-one changes: a call cut short by the kill may be missing whole from the end state."""
+one changes: a call cut short by the kill may be missing whole from the end state. `call_7_0`
+is a `task` call whose subagent writes one file, then runs a command that writes another."""
+WRITER = (
+    "---\nname: writer\ndescription: Writes files and runs commands.\n"
+    "tools: write_file, bash\nmodel: fast\n---\nDo the task.\n"
+)
+CHILD_SCRIPT = [
+    turn(("write_file", {"path": "sub/one.txt", "content": "1\n"})),
+    turn(("bash", {"command": "sleep 0.3 && echo 2 > sub/two.txt"})),
+    turn(text="Wrote sub/one.txt and sub/two.txt."),
+]
+"""What the `writer` subagent of the `task` call does, on the fast role's scripted model."""
 RULES = ["Bash(mkdir:*)", "Bash(echo:*)", "Bash(rm:*)", "Bash(sleep:*)", f"Bash({TEST_CMD}:*)"]
 TEMP = re.compile(r"\.kestrel-|^\..+\.[0-9a-f]{12}\.tmp$")
 """Names of temporary files: the apply journal's, and those of an atomic write."""
@@ -102,10 +115,13 @@ class Sandbox:
             (self.project / name).parent.mkdir(parents=True, exist_ok=True)
             (self.project / name).write_text(text)
         (root / "script.json").write_text(json.dumps(SCRIPT))
+        (root / "child.json").write_text(json.dumps(CHILD_SCRIPT))
         settings = root / "home" / ".config" / "kestrel" / "settings.toml"
-        settings.parent.mkdir(parents=True)
+        (settings.parent / "agents").mkdir(parents=True)
+        (settings.parent / "agents" / "writer.md").write_text(WRITER)
         rules = f"[permissions]\nallow = {json.dumps(RULES)}\n"
-        settings.write_text(f"workspace = {json.dumps(workspace)}\n{rules}")
+        models = f"[models]\nfast = [{json.dumps('scripted:' + str(root / 'child.json'))}]\n"
+        settings.write_text(f"workspace = {json.dumps(workspace)}\n{models}{rules}")
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("KESTREL_")},
             "HOME": str(root / "home"),
@@ -146,9 +162,10 @@ class Sandbox:
             return [json.loads(record_to_json(r)) for r in store.read(store.resolve(session_id))]
 
     def sessions(self) -> list[str]:
-        """The ids `kestrel sessions list --json` shows."""
+        """The ids `kestrel sessions list --json` shows: the sessions a person started, not
+        those of subagents."""
         with self.store() as store:
-            return [s.session_id for s in store.sessions()]
+            return [s.session_id for s in store.sessions() if s.parent_session_id is None]
 
     @contextlib.contextmanager
     def store(self) -> Iterator[SQLiteStore]:

@@ -9,7 +9,8 @@ Each trial runs in its own temporary directory: a small project, a scripted mode
 HOME, XDG_CONFIG_HOME and KESTREL_DATA_DIR. Half of the kills come after a random number of
 streamed stdout lines, half after a random delay up to the reference run's wall time. Two
 commands spread their effects over time (write, sleep, delete; a directory tree built in two
-halves), so that many kills land inside one; a resume must leave each call that a kill cut
+halves), and a `task` call hands a writing subagent a file write and a slow command, so that
+many kills land inside one; a resume must leave each call that a kill cut
 short whole or absent: the checkout ends as the reference, or as the reference without exactly
 one whole step.
 """
