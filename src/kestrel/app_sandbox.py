@@ -12,6 +12,7 @@ from kestrel.protocol.events import PermissionMode
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor, SandboxConfig
 from kestrel.sandbox.local import LocalExecutor
+from kestrel.sandbox.orphans import sweep
 from kestrel.sandbox.probe import probe
 from kestrel.sandbox.usability import SandboxState
 from kestrel.settings import Settings
@@ -25,6 +26,7 @@ def executor_for(settings: Settings, root: Path, session_id: str | None = None) 
     installed packages in the session's layer folder, deleted with the layer."""
     if settings.sandbox == "none":
         return LocalExecutor()
+    sweep()  # Sandboxes an earlier Kestrel, killed at their start, left stuck.
     masked = masked_data(data_dir(settings), root)
     layer = layer_for(data_dir(settings), session_id) if session_id else None
     return BwrapExecutor(

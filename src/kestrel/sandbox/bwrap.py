@@ -32,6 +32,7 @@ from kestrel.sandbox.limits import (
     ulimit_script,
 )
 from kestrel.sandbox.local import DEFAULT_ENV_ALLOWLIST, scrubbed_environment
+from kestrel.sandbox.orphans import MARKER
 from kestrel.sandbox.process import ProcessRunner
 from kestrel.sandbox.proxy import RELAY_PORT, RELAY_SCRIPT, SOCKET_NAME, AllowlistProxy
 from kestrel.sandbox.quota import WorkspaceQuota
@@ -211,7 +212,7 @@ class BwrapExecutor:
         # The root is an empty tmpfs of bubblewrap's: read-only once every mount point exists.
         args += ["--remount-ro", "/", "--seccomp", str(seccomp_fd), "--chdir", str(cwd), "--"]
         clear_mount_points(self.config.state, args)
-        return [*args, _bash(), "-c", script, "kestrel-sandbox", command, *relay]
+        return [*args, _bash(), "-c", script, MARKER, command, *relay]
 
     def _check_cwd(self, cwd: Path) -> Path:
         resolved = cwd.resolve()
