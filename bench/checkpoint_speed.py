@@ -41,6 +41,7 @@ from pathlib import Path
 
 from kestrel.workspace import CheckpointStore
 from kestrel.workspace.overlay import discard_layer, layer_for, open_view, prepare_namespace
+from kestrel.workspace.upper_index import OverlayLayers
 
 STEPS = ("first", "after 1 file", "after N files", "nothing changed", "restore to first")
 GIT_ENV = {
@@ -109,10 +110,17 @@ def add_venv(checkout: Path) -> None:
     shutil.copytree(sys.prefix, checkout / ".venv", symlinks=True, copy_function=os.link)
 
 
-def one_run(worktree: Path, shadow: Path, paths: list[str], mode: str, touch_count: int) -> dict:
+def one_run(
+    worktree: Path,
+    shadow: Path,
+    paths: list[str],
+    mode: str,
+    touch_count: int,
+    layers: OverlayLayers | None = None,
+) -> dict:
     """The five timings of one run on `worktree` with a fresh shadow repository."""
     extra = {"seed": False} if mode == "unseeded" else {}
-    store = CheckpointStore(worktree, shadow, session="bench", **extra)
+    store = CheckpointStore(worktree, shadow, session="bench", layers=layers, **extra)
     figures: dict[str, float] = {}
     figures["first"], first = timed(lambda: store.snapshot("first"))
     assert first is not None
@@ -155,7 +163,8 @@ def overlay_run(layout: str, base: Path, paths: list[str], mode: str, touch_coun
     try:
         if view.kind != layout:
             raise SystemExit(f"the {layout} overlay could not be opened")
-        return one_run(view.root, base / "shadow", paths, mode, touch_count)
+        layers = OverlayLayers(upper=layer.upper, lower=layer.lower)  # as a session's store has
+        return one_run(view.root, base / "shadow", paths, mode, touch_count, layers)
     finally:
         view.close()
         discard_layer(layer)

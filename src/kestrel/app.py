@@ -52,6 +52,8 @@ from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
+from kestrel.workspace.overlay import layer_for
+from kestrel.workspace.upper_index import OverlayLayers
 from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -181,7 +183,11 @@ def checkpointer_for(settings: Settings, root: Path, session_id: str) -> GitChec
     """The checkpointer of a session: a shadow repository keyed by the workspace's path."""
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
     git_dir = data_dir(settings) / "checkpoints" / key
-    return GitCheckpointer(CheckpointStore(root, git_dir, session=session_id))
+    layer = layer_for(data_dir(settings), session_id)
+    # In a kernel overlay, later checkpoints look only at what the session's upper layer names;
+    # the store checks that the overlay is mounted over `root` before it relies on that.
+    layers = OverlayLayers(upper=layer.upper, lower=layer.lower)
+    return GitCheckpointer(CheckpointStore(root, git_dir, session=session_id, layers=layers))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

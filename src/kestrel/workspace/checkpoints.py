@@ -32,6 +32,7 @@ from kestrel.workspace.shadow_git import (
     init_shadow,
     shadow_env,
 )
+from kestrel.workspace.upper_index import OverlayLayers, index_from_upper, present_in_upper
 
 ChangeStatus = Literal["A", "M", "D", "R"]
 
@@ -83,6 +84,7 @@ class CheckpointStore:
         session: str = "default",
         clock: Callable[[], float] = time.time,
         seed: bool = True,
+        layers: OverlayLayers | None = None,
     ) -> None:
         self.worktree = worktree.resolve()
         self.git_dir = git_dir.resolve()
@@ -96,6 +98,10 @@ class CheckpointStore:
         self._lock = threading.Lock()
         self._index_file = self.git_dir / "kestrel-index" / session
         self._seed = seed
+        self._layers = layers
+        # Files the upper layer held at the last checkpoint, when the next may look only at the
+        # paths the layer names; None: the next one walks the whole worktree.
+        self._seen: frozenset[str] | None = None
         checkout = locate_checkout_git(self.worktree)
         user_exclude = checkout.exclude if checkout is not None else None
         env = shadow_env(
@@ -211,6 +217,7 @@ class CheckpointStore:
             # The index now lists every recorded file, so a one-way reset removes the files the
             # checkpoint lacks, rewrites the ones that differ (content or mode) and leaves the rest.
             self._git.run("read-tree", "-u", "--reset", tree)
+            self._seen = None  # The next checkpoint walks the worktree once more.
             return self._record(tree, label if label is not None else f"rewind to {short}")
 
     def _ensure_ready(self) -> None:
@@ -226,6 +233,12 @@ class CheckpointStore:
             # that only files changed since the checkout's last `git add` or checkout are read.
             seed_index(self._git, self.git_dir, self._index_file, self.worktree)
         exclude_virtual_environments(self.worktree, self.git_dir / "info" / "exclude")
+        if self._layers is not None and self._seen is not None:
+            tree = index_from_upper(self._git, self.worktree, self._layers, self._seen)
+            if tree is not None:
+                self._seen, tree_id = tree
+                return tree_id
+        self._seen = None
         add = ("add", "--all", "--", ".")
         first = self._git.run(*add, check=False)
         if first.returncode != 0:
@@ -235,6 +248,8 @@ class CheckpointStore:
             if not self._exclude_nested_repositories():
                 raise GitFailed(("add", "--all"), first.returncode, first.stderr)
             self._git.run(*add)
+        if self._layers is not None:
+            self._seen = present_in_upper(self.worktree, self._layers)
         return self._git.text("write-tree")
 
     def _exclude_nested_repositories(self) -> bool:
