@@ -1,13 +1,49 @@
-"""The workspace around the user's checkout: checkpoints of its files in a shadow repository."""
+"""The workspace around the user's checkout: checkpoints of its files in a shadow repository.
 
-from kestrel.workspace.checkpoints import Checkpoint, CheckpointStore, FileChange
-from kestrel.workspace.shadow_git import CheckpointError, GitFailed, UnknownCheckpoint
+The names below are imported when first used, so that a light command that needs one small
+module of this package (every command checks `apply_lock` for an apply a killed process left
+half done) does not load the checkpoint store.
+"""
 
-__all__ = [
-    "Checkpoint",
-    "CheckpointError",
-    "CheckpointStore",
-    "FileChange",
-    "GitFailed",
-    "UnknownCheckpoint",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kestrel.workspace.checkpoints import (
+        Checkpoint as Checkpoint,
+    )
+    from kestrel.workspace.checkpoints import (
+        CheckpointStore as CheckpointStore,
+    )
+    from kestrel.workspace.checkpoints import (
+        FileChange as FileChange,
+    )
+    from kestrel.workspace.shadow_git import (
+        CheckpointError as CheckpointError,
+    )
+    from kestrel.workspace.shadow_git import (
+        GitFailed as GitFailed,
+    )
+    from kestrel.workspace.shadow_git import (
+        UnknownCheckpoint as UnknownCheckpoint,
+    )
+
+_WHERE = {
+    "Checkpoint": "checkpoints",
+    "CheckpointError": "shadow_git",
+    "CheckpointStore": "checkpoints",
+    "FileChange": "checkpoints",
+    "GitFailed": "shadow_git",
+    "UnknownCheckpoint": "shadow_git",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
