@@ -19,7 +19,7 @@ from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvir
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
 from kestrel.agent.subagents import SubagentRunner
 from kestrel.agent.task_tool import context_note, task_tool
-from kestrel.app_sandbox import BYPASS_NEEDS_SANDBOX
+from kestrel.app_sandbox import BYPASS_NEEDS_SANDBOX, outside_reach
 from kestrel.app_sandbox import check_sandbox as check_sandbox
 from kestrel.app_sandbox import data_dir as data_dir
 from kestrel.app_sandbox import executor_for as executor_for
@@ -246,6 +246,7 @@ def build_loop(
         keep_share=settings.compaction.keep_share,
         move_outputs_over=settings.compaction.move_outputs_over,
         turn_grace=settings.limits.turn_grace,
+        reach_outside=outside_reach(settings),
     )
     # Checks run the project's own programs: on their own only where the sandbox holds them.
     # Elsewhere the session says, in the run and its summary, that its change went unverified.

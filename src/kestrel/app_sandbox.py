@@ -18,7 +18,14 @@ from kestrel.sandbox.usability import SandboxState
 from kestrel.settings import Settings
 from kestrel.workspace.overlay import layer_for
 
-__all__ = ["BYPASS_NEEDS_SANDBOX", "check_sandbox", "data_dir", "executor_for", "masked_data"]
+__all__ = [
+    "BYPASS_NEEDS_SANDBOX",
+    "check_sandbox",
+    "data_dir",
+    "executor_for",
+    "masked_data",
+    "outside_reach",
+]
 
 
 def executor_for(settings: Settings, root: Path, session_id: str | None = None) -> Executor:
@@ -80,3 +87,15 @@ BYPASS_NEEDS_SANDBOX = (
     "--permission-mode accept-edits with --allow rules for the commands the task needs, e.g. "
     '--allow "Bash(pytest:*)"'
 )
+
+
+def outside_reach(settings: Settings) -> str:
+    """What a command could reach outside the workspace, which no rollback undoes: anything,
+    without a sandbox; the network, when the sandbox lets commands out; else nothing ("")."""
+    if settings.sandbox == "none":
+        return "files outside the workspace and the network (commands run unsandboxed)"
+    if settings.network == "host":
+        return "the network"
+    if settings.network == "allowlist":
+        return "the network hosts " + ", ".join(settings.network_allow)
+    return ""

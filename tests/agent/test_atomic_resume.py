@@ -65,10 +65,15 @@ class Box:
         return ["-p", "do it", *model, "--output-format", "stream-json", *extra]
 
     def kill_when(
-        self, seen: tuple[str, ...], *extra: str, hook: str = "", tool_hook: str = ""
+        self,
+        seen: tuple[str, ...],
+        *extra: str,
+        hook: str = "",
+        tool_hook: str = "",
+        signum: int = signal.SIGKILL,
     ) -> str:
-        """Start the run; SIGKILL it when a stdout line holds every string of `seen` (or let a
-        test hook kill it); return the session id."""
+        """Start the run; send it `signum` (SIGKILL) when a stdout line holds every string of
+        `seen` (or let a test hook kill it); return the session id."""
         env = {**self.vars, "KESTREL_TEST_EDIT_HOOK": hook, "KESTREL_TEST_TOOL_HOOK": tool_hook}
         proc = subprocess.Popen(
             [*KESTREL, *self.args(*extra)],
@@ -85,11 +90,12 @@ class Box:
             record = json.loads(line)
             session_id = session_id or str(record["session_id"])
             if seen and all(part in line for part in seen):
-                proc.send_signal(signal.SIGKILL)
+                proc.send_signal(signum)
                 break
         proc.wait(timeout=120)
         proc.stdout.close()
-        assert proc.returncode == -signal.SIGKILL
+        # SIGTERM ends Kestrel with exit code 143 after it settled the session.
+        assert proc.returncode == (-signal.SIGKILL if signum == signal.SIGKILL else 143)
         return session_id
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -156,6 +162,25 @@ def test_a_command_killed_halfway_is_rolled_back_and_the_model_told(
     assert (box.project / "old.txt").read_text() == "stale\n"
     resumed = [e for e in box.events(session_id) if e.type == "session_resumed"]
     assert resumed[0].interrupted_calls == (finished.call_id,)
+
+
+@pytest.mark.parametrize("workspace", ["overlay", "direct"])
+def test_a_command_stopped_by_sigterm_is_rolled_back_at_once(
+    tmp_path: Path, workspace: str
+) -> None:
+    box = Box(tmp_path, [call("bash", command=SLOW)])
+    session_id = box.kill_when(READY, "--workspace", workspace, signum=signal.SIGTERM)
+    finished = box.result_of(session_id, "bash")
+    assert finished.interrupted and ROLLED_BACK in finished.content
+    assert "stopped by SIGTERM" in finished.content
+    events = box.events(session_id)
+    assert events[-1].type == "session_finished" and events[-1].reason == "cancelled"
+    kept = [e for e in events if e.type == "checkpoint_created" and "stop left" in e.label]
+    assert len(kept) == 1  # the files as the stop left them, for a rewind
+    if workspace == "direct":
+        assert box.files() == {}, "the stopped command left part of its work"
+    done = box.run("diff", session_id)
+    assert done.returncode == 0 and "half.txt" not in done.stdout, done.stderr
 
 
 def test_a_crashed_session_is_not_applied_before_the_rollback(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kestrel.agent import budget_notices, budgets, model_step, turn_budget, window
+from kestrel.agent.cancel_rollback import settle_cancelled
 from kestrel.agent.cut_replies import CutReplies
 from kestrel.agent.daily import DailyBudget
 from kestrel.agent.loops import LoopDetector, signature
@@ -95,6 +96,8 @@ class LoopConfig:
     """Tool outputs longer than this (characters) in kept turns are moved to files."""
     turn_grace: float = 0.0
     """The share of the turn budget a run still changing files may go past it by, once."""
+    reach_outside: str = ""
+    """What commands can reach outside the workspace, named when a stop rolls one back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +232,15 @@ class AgentLoop:
         except asyncio.CancelledError as exc:
             # Whoever cancels may say why (`task.cancel("stopped by SIGTERM")`); else the user did.
             why = str(exc.args[0]) if exc.args and exc.args[0] else "cancelled by the user"
-            runner.interrupt_unfinished(why)
+            left = await settle_cancelled(
+                self.state,
+                self.emit,
+                self.checkpointer,
+                self.tools.kind,
+                why=why,
+                outside=self.config.reach_outside,
+            )
+            runner.interrupt_unfinished(why, keep=left)
             self._finish("cancelled", why)
             raise
         except ProviderError as exc:

@@ -132,15 +132,18 @@ async def resume(
     resumed = _log(state, emit, settled)
     if kept is not None:
         emit(CheckpointCreated(checkpoint_id=kept.checkpoint_id, label=KEPT_LABEL))
-    await _catch_up(state, emit, env.checkpointer)
+    await catch_up(state, emit, env.checkpointer)
     return resumed
 
 
 KEPT_LABEL = "the files as the crash left them, before the rollback"
 
 
-async def _catch_up(
-    state: SessionState, emit: Callable[[Event], Record], checkpointer: Checkpointer | None
+async def catch_up(
+    state: SessionState,
+    emit: Callable[[Event], Record],
+    checkpointer: Checkpointer | None,
+    label: str = "the files as the resume leaves them",
 ) -> None:
     """Log the newest recorded checkpoint when the log does not end with it (a process killed
     between recording and logging one, or a rollback's own record), so that the log's newest
@@ -149,7 +152,7 @@ async def _catch_up(
         return
     head = await checkpointer.head_id()
     if head is not None and head != state.marks.files:
-        emit(CheckpointCreated(checkpoint_id=head, label="the files as the resume leaves them"))
+        emit(CheckpointCreated(checkpoint_id=head, label=label))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

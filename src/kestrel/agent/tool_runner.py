@@ -91,9 +91,12 @@ class ToolRunner:
                 await self._checkpoint(f"after {names}", tuple(c.id for c in changing))
         return [(c, self._state.results[c.id].content) for c in calls]
 
-    def interrupt_unfinished(self, reason: str) -> None:
-        """Give every call of the turn that has no result an interrupted one."""
+    def interrupt_unfinished(self, reason: str, keep: frozenset[str] = frozenset()) -> None:
+        """Give every call of the turn that has no result an interrupted one, but those in
+        `keep` (left for a resume to settle)."""
         for call in self._state.unfinished:
+            if call.id in keep:
+                continue
             self._emit(
                 ToolFinished(
                     call_id=call.id,

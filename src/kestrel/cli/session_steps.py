@@ -16,6 +16,7 @@ from kestrel.agent.ports import Approver, DenyingApprover
 from kestrel.agent.rollback import ResumePolicy
 from kestrel.agent.session import ResumeEnvironment, resume, rewind
 from kestrel.agent.subagents import close_lost
+from kestrel.app_sandbox import outside_reach
 from kestrel.cli.drive import (
     AfterRun,
     ConsoleApprover,
@@ -152,15 +153,8 @@ def settle_interrupted(loop: AgentLoop, settings: Settings) -> None:
 
 def resume_policy(settings: Settings) -> ResumePolicy:
     """How a resume settles cut-short calls, and what commands could reach that no rollback
-    undoes: anything, without a sandbox; the network, when the sandbox lets them out."""
-    if settings.sandbox == "none":
-        outside = "files outside the workspace and the network (commands run unsandboxed)"
-    elif settings.network == "host":
-        outside = "the network"
-    elif settings.network == "allowlist":
-        outside = "the network hosts " + ", ".join(settings.network_allow)
-    else:
-        outside = ""
+    undoes (see `outside_reach`)."""
+    outside = outside_reach(settings)
     return ResumePolicy(rerun_idempotent=settings.tools.rerun_interrupted, outside=outside)
 
 
