@@ -7,8 +7,9 @@ half done) does not load the checkpoint store.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kestrel.lazy_names import lazy_attributes
 
 if TYPE_CHECKING:
     from kestrel.workspace.checkpoints import (
@@ -42,8 +43,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _WHERE)
