@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import typer
 
 from kestrel.cli.command_words import ONE_WORD_HINT, Misread, misread, positionals, value_options
-from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE
+from kestrel.cli.exit_codes import EXIT_ERROR, EXIT_USAGE
 from kestrel.cli.store_errors import store_error_code, store_error_line
 from kestrel.protocol.errors import StoreError
 from kestrel.protocol.oserrors import os_error_text

@@ -9,12 +9,20 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 from kestrel.cli import interrupts
+from kestrel.cli.exit_codes import EXIT_CANCELLED as EXIT_CANCELLED
+from kestrel.cli.exit_codes import EXIT_DONE as EXIT_DONE
+from kestrel.cli.exit_codes import EXIT_ERROR as EXIT_ERROR
+from kestrel.cli.exit_codes import EXIT_LIMIT as EXIT_LIMIT
+from kestrel.cli.exit_codes import EXIT_TERMINATED as EXIT_TERMINATED
+from kestrel.cli.exit_codes import EXIT_USAGE as EXIT_USAGE
+from kestrel.cli.exit_codes import OutputFormat as OutputFormat
+from kestrel.cli.exit_codes import report_error as report_error
 from kestrel.cli.render import (
     ConsoleFrontend,
     Frontend,
@@ -29,14 +37,6 @@ if TYPE_CHECKING:  # The agent loop imports every tool; the commands that run on
     from kestrel.agent.loop import AgentLoop
     from kestrel.agent.ports import Approval
 
-OutputFormat = Literal["text", "json", "stream-json"]
-
-EXIT_DONE = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_LIMIT = 3
-EXIT_CANCELLED = interrupts.EXIT_CANCELLED
-EXIT_TERMINATED = interrupts.EXIT_TERMINATED
 
 EXIT_CODES = {
     "done": EXIT_DONE,
@@ -252,8 +252,3 @@ def _read_line() -> str | None:
         return input()
     except EOFError:
         return None
-
-
-def report_error(exc: Exception) -> None:
-    """Print an error for the person on stderr, unwrapped so paths stay whole."""
-    print(f"kestrel: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from kestrel.cli.drive import EXIT_USAGE
+from kestrel.cli.exit_codes import EXIT_USAGE
 
 _REWIND_RUN_FLAGS = ("output_format", "permission_mode", "allow", "deny")
 """What a rewind passes on to the run after it: idle when no run follows."""

@@ -18,15 +18,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from kestrel.cli.exit_codes import EXIT_CANCELLED, EXIT_TERMINATED
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from kestrel.store.base import EventStore
 
-EXIT_CANCELLED = 130
-"""Ctrl-C (SIGINT), as shells report a program that SIGINT stopped: 128 + 2."""
-EXIT_TERMINATED = 143
-"""SIGTERM: 128 + 15."""
 CANCEL_DETAIL = "cancelled by the user"
 TERMINATE_DETAIL = "stopped by SIGTERM"
 

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 import typer
 
 from kestrel.cli.command_line import CONTEXT, dispatch, positive, show_version
-from kestrel.cli.drive import OutputFormat
+from kestrel.cli.exit_codes import OutputFormat
 from kestrel.cli.idle_flags import StrictCommand
-from kestrel.protocol.events import PermissionMode
+from kestrel.protocol.events_base import PermissionMode
 
 SUBCOMMANDS = (
     "resume",

@@ -8,29 +8,23 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from kestrel.app_store import data_dir, open_store
-from kestrel.cli.drive import EXIT_CANCELLED, EXIT_USAGE, report_error
+from kestrel.cli.exit_codes import EXIT_CANCELLED, EXIT_USAGE, report_error
 from kestrel.cli.session_list import as_json as session_json
 from kestrel.cli.session_list import project_root, render_table, select
 from kestrel.cli.usage_text import spend_text
-from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.errors import ConfigError, SessionNotFound
-from kestrel.protocol.events import (
-    CheckpointCreated,
-    Record,
-    Rewound,
-    SessionStarted,
-    SubagentFinished,
-    SubagentStarted,
-)
 from kestrel.settings_load import load_settings
 from kestrel.store import StoreError
 from kestrel.store.base import EventStore, SessionSummary
+
+if TYPE_CHECKING:
+    from kestrel.protocol.events import Record
 
 PICKER_SIZE = 10
 """How many of the repository's sessions `kestrel resume` offers to pick from."""
@@ -208,6 +202,8 @@ def show(
 
 def subagent_lines(records: list[Record]) -> list[str]:
     """The session's parent and its subagents' sessions, one line each; empty when none."""
+    from kestrel.protocol.events import SessionStarted, SubagentFinished, SubagentStarted
+
     lines: list[str] = []
     first = records[0].event if records else None
     if isinstance(first, SessionStarted) and first.parent_session_id is not None:
@@ -249,12 +245,16 @@ def _write_html(records: list[Record], output: Path | None) -> Path:
 @app.command("export")
 def export(session_id: Annotated[str, typer.Argument(help="Session id or unique prefix.")]) -> None:
     """Every event of the session as JSON Lines, in the documented schema."""
+    from kestrel.protocol.codec import record_to_json
+
     for record in _records(session_id):
         print(record_to_json(record))
 
 
 def print_checkpoints(session_id: str) -> None:
     """List a session's checkpoints from its log; rewound ones are marked."""
+    from kestrel.protocol.events import CheckpointCreated, Rewound
+
     records = _records(session_id)
     rewound_ranges = [(r.event.to_seq, r.seq) for r in records if isinstance(r.event, Rewound)]
     console = Console(highlight=False)

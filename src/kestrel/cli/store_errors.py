@@ -3,7 +3,7 @@ the store could not be opened (2) or a session was stopped by it (1)."""
 
 from __future__ import annotations
 
-from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE
+from kestrel.cli.exit_codes import EXIT_ERROR, EXIT_USAGE
 from kestrel.protocol.errors import SessionLogLost, StoreDamaged, StoreError, StoreFull
 
 
