@@ -26,7 +26,7 @@ from pydantic import (
 
 from kestrel.policy.hooks import HOOK_EVENTS
 from kestrel.policy.rules import RuleError, parse_rule
-from kestrel.protocol.events import Limits, ModelRole, PermissionMode
+from kestrel.protocol.events_base import Limits, ModelRole, PermissionMode
 from kestrel.settings_checks import check_combined
 from kestrel.settings_endpoint import EndpointSettings
 from kestrel.settings_limits import SandboxLimitSettings

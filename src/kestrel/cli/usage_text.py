@@ -10,7 +10,7 @@ Every frontend and `kestrel sessions` shows spend through these functions, so th
 
 from __future__ import annotations
 
-from kestrel.protocol.events import Totals
+from kestrel.protocol.events_base import Totals
 
 
 def compact_count(n: int) -> str:

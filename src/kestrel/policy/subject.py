@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kestrel.protocol.events import ToolKind
+from kestrel.protocol.events_base import ToolKind
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,11 +5,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from kestrel.lazy_names import lazy_attributes
 from kestrel.store._common import StoreError
 from kestrel.store.base import EventStore, SessionSummary, Spend
-from kestrel.store.memory import MemoryStore
-from kestrel.store.sqlite import STORE_SCHEMA_VERSION, SQLiteStore
+
+if TYPE_CHECKING:
+    from kestrel.store.memory import MemoryStore as MemoryStore
+    from kestrel.store.sqlite import STORE_SCHEMA_VERSION as STORE_SCHEMA_VERSION
+    from kestrel.store.sqlite import SQLiteStore as SQLiteStore
+
+# The stores themselves are imported when first used (`kestrel --version` needs neither).
+__getattr__ = lazy_attributes(
+    __name__,
+    {"MemoryStore": "memory", "SQLiteStore": "sqlite", "STORE_SCHEMA_VERSION": "sqlite"},
+)
 
 STORE_FILE_NAME = "sessions.db"
 """The local event store's file name inside the data directory."""

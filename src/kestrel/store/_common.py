@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from kestrel.protocol.errors import SessionNotFound, StoreError
-from kestrel.protocol.events import Event, Record, SessionFinished, SessionResumed, SessionStarted
+
+if TYPE_CHECKING:
+    from kestrel.protocol.events import Event, Record
 
 RUNNING = "running"
 """A session's status from its start until a `session_finished`."""
@@ -17,6 +20,8 @@ __all__ = ["RUNNING", "Notifier", "StoreError", "check_append", "choose", "follo
 
 def check_append(session_id: str, event: Event, *, exists: bool) -> None:
     """Refuse an append that would break the log's shape; these are programming errors."""
+    from kestrel.protocol.events import SessionStarted
+
     if isinstance(event, SessionStarted):
         if not session_id:
             raise ValueError("a session id must not be empty")
@@ -35,6 +40,8 @@ def check_append(session_id: str, event: Event, *, exists: bool) -> None:
 
 def status_after(current: str, event: Event) -> str:
     """The session's status once `event` is in its log."""
+    from kestrel.protocol.events import SessionFinished, SessionResumed
+
     if isinstance(event, SessionFinished):
         return event.reason
     if isinstance(event, SessionResumed):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from kestrel.protocol.events import Event, Record
+if TYPE_CHECKING:
+    from kestrel.protocol.events import Event, Record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,8 +13,6 @@ import sqlite3
 import typing
 from collections.abc import Sequence
 
-from kestrel.protocol.events import Event
-
 QUARANTINE_SCHEMA = """CREATE TABLE IF NOT EXISTS quarantine (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -77,5 +75,7 @@ def brief(text: str, reason: str) -> str:
 
 @functools.cache
 def _known_types() -> frozenset[str]:
+    from kestrel.protocol.events import Event
+
     union = typing.get_args(Event)[0]
     return frozenset(cls.__dataclass_fields__["type"].default for cls in typing.get_args(union))

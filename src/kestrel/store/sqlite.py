@@ -18,10 +18,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kestrel.protocol.codec import DecodeError, record_from_json, record_to_json
-from kestrel.protocol.events import Event, Record, SessionStarted
 from kestrel.store import quarantine
 from kestrel.store._common import (
     RUNNING,
@@ -42,6 +40,10 @@ from kestrel.store.sqlite_faults import (
     session_lost,
     translate,
 )
+
+if TYPE_CHECKING:
+    # Imported where used, so that listing sessions does not build the event types.
+    from kestrel.protocol.events import Event, Record
 
 STORE_SCHEMA_VERSION = 1
 """The layout of the database, kept in `PRAGMA user_version`; not the event schema version."""
@@ -206,7 +208,7 @@ class SQLiteStore:
         The append is one transaction: when it fails (`StoreFull`, ...) nothing of it remains.
         """
         # An error names the session it stopped, unless the session never began.
-        stopped = None if isinstance(event, SessionStarted) else session_id
+        stopped = None if event.type == "session_started" else session_id
         with self._write_lock, guarded(self._path, stopped):
             if session_id in self._written:
                 check_same_file(self._path, self._opened, session_id)
@@ -226,6 +228,9 @@ class SQLiteStore:
         return record
 
     def _append_locked(self, conn: sqlite3.Connection, session_id: str, event: Event) -> Record:
+        from kestrel.protocol.codec import record_to_json
+        from kestrel.protocol.events import Record, SessionStarted
+
         row = conn.execute(
             "SELECT last_seq, status FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
@@ -258,6 +263,8 @@ class SQLiteStore:
 
         A row that cannot be decoded is quarantined, with a warning, and left out.
         """
+        from kestrel.protocol.codec import DecodeError
+
         with self._read_lock, guarded(self._path):
             rows = self._reader.execute(
                 "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
@@ -386,6 +393,8 @@ def _storable(text: str) -> str:
 
 def _decode(session_id: str, seq: int, text: str) -> Record:
     """Decode one stored row, naming the row when it cannot be read."""
+    from kestrel.protocol.codec import DecodeError, record_from_json
+
     try:
         record = record_from_json(text)
     except DecodeError as exc:

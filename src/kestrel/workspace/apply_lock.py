@@ -24,12 +24,14 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from kestrel.protocol.codec import DecodeError, event_from_dict
-from kestrel.protocol.events import ChangesApplied, Event, Record
 from kestrel.workspace.journal import ApplyError, recover
 from kestrel.workspace.overlay import discard_layer, layer_for
+
+if TYPE_CHECKING:
+    # Imported where used: every command checks for an interrupted apply, and most find none.
+    from kestrel.protocol.events import ChangesApplied, Event, Record
 
 APPLIES = "applies"
 WAIT_S = 5.0
@@ -58,6 +60,9 @@ class Marker:
 
     def applied(self) -> ChangesApplied:
         """The event this apply logs when it finished."""
+        from kestrel.protocol.codec import DecodeError, event_from_dict
+        from kestrel.protocol.events import ChangesApplied
+
         try:
             event = event_from_dict(self.event)
         except DecodeError:
@@ -220,6 +225,8 @@ def _repair(data_dir: Path, session_id: str, log: SessionLog) -> Repaired | None
 
 
 def _logged(log: SessionLog, session_id: str, event: ChangesApplied) -> bool:
+    from kestrel.protocol.events import ChangesApplied
+
     for record in reversed(log.read(session_id)):
         if isinstance(record.event, ChangesApplied):
             seen = record.event
