@@ -10,7 +10,6 @@ survive that too, at the cost of one disk flush per event.
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import sys
 import threading
@@ -40,6 +39,8 @@ from kestrel.store.sqlite_faults import (
     session_lost,
     translate,
 )
+from kestrel.store.sqlite_rows import decode as _decode
+from kestrel.store.sqlite_rows import storable as _storable
 
 if TYPE_CHECKING:
     # Imported where used, so that listing sessions does not build the event types.
@@ -380,28 +381,3 @@ class SQLiteStore:
 
 def _to_stderr(message: str) -> None:
     print(f"kestrel: {message}", file=sys.stderr)
-
-
-def _storable(text: str) -> str:
-    """JSON text SQLite can hold as UTF-8: lone surrogates (from model output) become escapes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
-    return text
-
-
-def _decode(session_id: str, seq: int, text: str) -> Record:
-    """Decode one stored row, naming the row when it cannot be read."""
-    from kestrel.protocol.codec import DecodeError, record_from_json
-
-    try:
-        record = record_from_json(text)
-    except DecodeError as exc:
-        raise DecodeError(f"session {session_id!r}, seq {seq}: {exc}") from exc
-    if record.session_id != session_id or record.seq != seq:
-        raise DecodeError(
-            f"session {session_id!r}, seq {seq}: the stored record says "
-            f"session {record.session_id!r}, seq {record.seq}"
-        )
-    return record
