@@ -54,11 +54,14 @@ CHILD = textwrap.dedent(
     rng = random.Random(seed)
     made = []
 
-    def write(rel, text):
-        path = root / rel
-        for parent in reversed(path.relative_to(root).parents[:-1]):
+    def clear_parents(rel):
+        for parent in reversed((root / rel).relative_to(root).parents[:-1]):
             if (root / parent).is_symlink() or (root / parent).is_file():
                 (root / parent).unlink()
+
+    def write(rel, text):
+        path = root / rel
+        clear_parents(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_symlink() or path.is_file():
             path.unlink()
@@ -78,6 +81,11 @@ CHILD = textwrap.dedent(
         elif path.is_dir():
             shutil.rmtree(path)
 
+    def empty_folder(rel):
+        clear_parents(rel)
+        remove(rel)
+        (root / rel).mkdir(parents=True, exist_ok=True)
+
     def link(rel):
         if os.path.lexists(root / rel):
             remove(rel)
@@ -95,6 +103,8 @@ CHILD = textwrap.dedent(
         lambda: write("pkg/mod.py/inner.py", "a file became a folder\\n"),
         lambda: write("docs", "a folder became a file\\n"),
         lambda: link(f"link{rng.randrange(3)}"),
+        lambda: empty_folder(rng.choice(files())),  # a file becomes an empty folder
+        lambda: empty_folder(rng.choice(made)) if made else None,
         lambda: subprocess.run(["mv", str(root / "pkg"), str(root / "moved")], check=False,
                                capture_output=True),
     ]

@@ -37,16 +37,21 @@ def index_from_upper(
     scan = scan_upper(layers.upper, layers.lower)
     if scan is None:
         return None
-    paths = sorted(scan.candidates | seen)
-    existing = [p for p in paths if _kind(worktree / p) == "file"]
-    ignored = _ignored(git, existing)
+    kinds = {p: _kind(worktree / p) for p in sorted(scan.candidates | seen)}
+    ignored = _ignored(git, [p for p, kind in kinds.items() if kind == "file"])
     if ignored is None:
         return None
-    wanted = [p for p in paths if p not in ignored and _kind(worktree / p) != "directory"]
-    if wanted:
-        listing = b"".join(os.fsencode(p) + b"\0" for p in wanted)
-        args = ("update-index", "-z", "--add", "--remove", "--replace", "--stdin")
-        if git.run(*args, stdin=listing, check=False).returncode != 0:
+    # A path that is a folder now loses its own entry (a file it was); its files are added below.
+    folders = [p for p, kind in kinds.items() if kind == "directory"]
+    wanted = [p for p, kind in kinds.items() if kind != "directory" and p not in ignored]
+    for flags, listed in (
+        (("--force-remove",), folders),
+        (("--add", "--remove", "--replace"), wanted),
+    ):
+        if not listed:
+            continue
+        listing = b"".join(os.fsencode(p) + b"\0" for p in listed)
+        if git.run("update-index", "-z", *flags, "--stdin", stdin=listing, check=False).returncode:
             return None
     return scan.present, git.text("write-tree")
 

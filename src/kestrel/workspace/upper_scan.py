@@ -55,11 +55,20 @@ def scan_upper(upper: Path, lower: Path) -> UpperScan | None:
                 candidates.update(_lower_files(lower, path + "/"))
             elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
                 present.add(path)
-        # A symbolic link to a directory is listed with the directories; record it as a link.
-        for name in [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            present.add(prefix + name)
+        for name in dirs:
+            if os.path.islink(os.path.join(folder, name)):
+                present.add(prefix + name)  # A link to a directory: record it as a link.
+            elif _lower_is_file(lower, prefix + name):
+                candidates.add(prefix + name)  # A folder now hides the checkout's file.
     candidates.update(present)
     return UpperScan(present=frozenset(present), candidates=frozenset(candidates))
+
+
+def _lower_is_file(lower: Path, path: str) -> bool:
+    try:
+        return not stat.S_ISDIR((lower / path).lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _opaque(folder: Path) -> bool:
