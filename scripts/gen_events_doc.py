@@ -32,6 +32,14 @@ WHEN = {
     "reader may ignore the deltas.",
     "tool_call_requested": "For each tool call in a completed reply, before permission is asked.",
     "permission_decided": "Once per tool call, before it runs or is refused.",
+    "approval_requested": "When a tool call needs a person's answer (the mode, a rule or the "
+    "classifier asks), before anyone is asked; headless without a way to answer, it is "
+    "followed at once by a denying `permission_decided`.",
+    "approval_decided": "When a person answers an open question: at the terminal running the "
+    "session, with `kestrel approve` from another, or through the service. The first answer "
+    "counts; the session's `permission_decided` follows.",
+    "cancel_requested": "When a person asks a running session to stop from another process "
+    "(`kestrel cancel`, the service); the process running it stops it as after Ctrl-C.",
     "tool_started": "When an allowed tool call begins to run.",
     "tool_output_chunk": "As a running command writes output.",
     "tool_finished": "When a tool call ends: it ran, it was refused, or it was interrupted.",
@@ -162,6 +170,27 @@ MEANING: dict[str, dict[str, str]] = {
         "asked": "When the person was asked, or would have been: why.",
         "updated_arguments": "A `PreToolUse` hook's replacement for the call's arguments, as "
         "JSON text; the call runs with these.",
+    },
+    "approval_requested": {
+        "call_id": "The call asked about.",
+        "name": "The tool's name.",
+        "arguments": "The call's arguments as JSON text, as it would run (after a hook's "
+        "rewrite).",
+        "kind": "What the tool may do: read, edit or execute.",
+        "reason": "Why Kestrel asks: the mode, the rule, or the classifier's finding.",
+        "repeatable": "False for a question asked every time (a dangerous action): an answer "
+        "for the whole session does not cover it.",
+    },
+    "approval_decided": {
+        "call_id": "The call answered.",
+        "allow": "Whether it may run.",
+        "scope": "`once`, or `session`: later calls of the same tool are allowed unasked.",
+        "message": "The person's words; for a denial, what the model is told.",
+        "by": "Who answered: `terminal`, `kestrel approve`, or a client of the service.",
+    },
+    "cancel_requested": {
+        "by": "Who asked.",
+        "reason": "Why, in the person's words (may be empty).",
     },
     "tool_started": {"call_id": "The call that began.", "name": "The tool's name."},
     "tool_output_chunk": {

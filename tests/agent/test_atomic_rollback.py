@@ -12,7 +12,6 @@ from kestrel.agent.loop import AgentLoop
 from kestrel.agent.rollback import ResumePolicy, is_idempotent, roll_back_command
 from kestrel.agent.session import KEPT_LABEL, ResumeEnvironment, resume, rewind
 from kestrel.app import GitCheckpointer
-from kestrel.cli.session_steps import resume_policy
 from kestrel.models.scripted import call, say
 from kestrel.protocol.events import (
     CheckpointCreated,
@@ -23,6 +22,7 @@ from kestrel.protocol.events import (
     ToolStarted,
 )
 from kestrel.protocol.messages import AssistantTurn, ToolCall, Usage
+from kestrel.service.sessions import resume_policy
 from kestrel.settings import Settings
 from kestrel.workspace import CheckpointStore
 

@@ -21,6 +21,7 @@ from kestrel.protocol.events import (
     InjectionFlagged,
     PermissionDecided,
     PromptBlocked,
+    Record,
     SessionFinished,
     ToolFinished,
     ToolKind,
@@ -63,8 +64,15 @@ def test_the_classifier_asks_even_in_bypass_and_the_person_is_told_why(tmp_path:
 
     class Recording:
         async def ask(
-            self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
+            self,
+            call: ToolCall,
+            kind: ToolKind,
+            reason: str,
+            *,
+            repeatable: bool = True,
+            question: Record | None = None,
         ) -> Approval:
+            assert question is not None  # The question is in the log before anyone is asked.
             assert not repeatable  # A dangerous action is asked about every time.
             asked.append(reason)
             return Approval(allow=False, decided_by="user", reason="no")

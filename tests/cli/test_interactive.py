@@ -24,7 +24,7 @@ BASH_THEN_DONE = [
 def test_asks_before_a_command_and_runs_it_when_allowed(env: Env) -> None:
     write_script(env, BASH_THEN_DONE)
     term = Terminal(env, "make a file", "--model", f"scripted:{env.script}")
-    term.expect("Allow bash? [y]es / [n]o / [a]lways for this run")  # the keys are shown
+    term.expect("Allow bash? [y]es / [n]o / [a]lways for this session")  # the keys are shown
     term.type("y")
     term.expect("All done.")
     term.expect("── done")

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from kestrel.protocol.errors import ProviderError
-from kestrel.protocol.events import ChangedFile, ModelRole, ToolKind, VerificationFinished
+from kestrel.protocol.events import (
+    ApprovalScope,
+    ChangedFile,
+    ModelRole,
+    Record,
+    ToolKind,
+    VerificationFinished,
+)
 from kestrel.protocol.messages import ModelRequest, StreamPart, ToolCall
 from kestrel.sandbox.base import Executor
 from kestrel.store.base import Spend
@@ -37,18 +44,30 @@ class Approval:
     allow: bool
     decided_by: Literal["user", "headless"]
     reason: str = ""
+    scope: ApprovalScope = "once"
+    by: str = "terminal"
+    """Who answered, for the log (`approval_decided`)."""
+    logged: Record | None = None
+    """The `approval_decided` record when the answer was written to the log by someone else."""
 
 
 class Approver(Protocol):
     """Asks the person whether a tool call may run."""
 
     async def ask(
-        self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
+        self,
+        call: ToolCall,
+        kind: ToolKind,
+        reason: str,
+        *,
+        repeatable: bool = True,
+        question: Record | None = None,
     ) -> Approval:
         """Return the person's answer; a frontend with nobody to ask denies.
 
         `repeatable` is False for questions that must be asked every time (a dangerous action):
-        an "always allow" answered earlier must not cover them.
+        an "always allow" answered earlier must not cover them. `question` is the logged
+        `approval_requested` record, which an answer from another process refers to.
         """
         ...
 
@@ -57,7 +76,13 @@ class DenyingApprover:
     """For headless runs: a question nobody can answer is a denial the model is told about."""
 
     async def ask(
-        self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
+        self,
+        call: ToolCall,
+        kind: ToolKind,
+        reason: str,
+        *,
+        repeatable: bool = True,
+        question: Record | None = None,
     ) -> Approval:
         """Deny, saying that no one was there to ask."""
         return Approval(

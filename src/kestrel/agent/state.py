@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from kestrel.agent.asks import Asks, fold_ask
 from kestrel.agent.turn_marks import TurnMarks
 from kestrel.protocol.events import (
     BudgetNotice,
@@ -103,6 +104,8 @@ class SessionState:
     plan: PlanProposed | None = None
     """The latest proposed plan while it waits for the person's decision."""
     marks: TurnMarks = field(default_factory=TurnMarks)
+    asks: Asks = field(default_factory=Asks)
+    """Open permission questions, answers, and a stop asked for from any process."""
     """Recent requests' conversations, for going back to before a loop."""
     segment_start: float | None = None
     wall_before_segment: float = 0.0
@@ -125,7 +128,9 @@ def replay(records: Iterable[Record]) -> SessionState:
 def apply(state: SessionState, record: Record) -> None:
     """Fold one more record into `state`."""
     event = record.event
-    state.last_seq = record.seq
+    # Answers written by another process are folded when they are read, maybe after later events.
+    state.last_seq = max(state.last_seq, record.seq)
+    fold_ask(state.asks, record)
     _track_wall_time(state, record)
     state.marks.observe(record, state.messages, state.calls, state.results)
     match event:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kestrel.agent.asking import ask_person
 from kestrel.agent.big_arguments import full_call
 from kestrel.agent.output_coalescing import OutputCoalescer
 from kestrel.agent.ports import Approver, Checkpointer, ToolEnvironment
@@ -174,7 +175,9 @@ class ToolRunner:
         asked = _question(decision)
         shown = call if updated is None else replace(call, arguments=updated)
         repeatable = decision.decided_by != "classifier"
-        answer = await self._approver.ask(shown, kind, asked, repeatable=repeatable)
+        answer = await ask_person(
+            self._emit, self._state, self._approver, shown, kind, asked, repeatable=repeatable
+        )
         return PermissionDecided(
             call_id=call.id,
             decision="allow" if answer.allow else "deny",

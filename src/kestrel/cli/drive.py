@@ -6,13 +6,10 @@ import asyncio
 import contextlib
 import json
 import sys
-import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 
 from kestrel.cli import interrupts
 from kestrel.cli.exit_codes import EXIT_CANCELLED as EXIT_CANCELLED
@@ -23,19 +20,19 @@ from kestrel.cli.exit_codes import EXIT_TERMINATED as EXIT_TERMINATED
 from kestrel.cli.exit_codes import EXIT_USAGE as EXIT_USAGE
 from kestrel.cli.exit_codes import OutputFormat as OutputFormat
 from kestrel.cli.exit_codes import report_error as report_error
+from kestrel.cli.line_input import read_line
+from kestrel.cli.remote_cancel import watch_for_cancel
 from kestrel.cli.render import (
     ConsoleFrontend,
     Frontend,
     QuietFrontend,
     StreamJsonFrontend,
 )
-from kestrel.protocol.events import SessionFinished, ToolKind
-from kestrel.protocol.messages import ToolCall
+from kestrel.protocol.events import SessionFinished
 from kestrel.store.base import EventStore
 
 if TYPE_CHECKING:  # The agent loop imports every tool; the commands that run one import it.
     from kestrel.agent.loop import AgentLoop
-    from kestrel.agent.ports import Approval
 
 
 EXIT_CODES = {
@@ -90,6 +87,7 @@ async def drive(
     consumer = asyncio.create_task(frontend.consume(store.subscribe(loop.session_id, after_seq)))
     main = asyncio.current_task()
     assert main is not None
+    watcher = asyncio.create_task(watch_for_cancel(store, loop.session_id, after_seq, main.cancel))
     with interrupts.on_signals(main.cancel):
         try:
             finished = await (loop.send(message) if message is not None else loop.run())
@@ -114,9 +112,10 @@ async def drive(
         finally:
             if shown := store.read(loop.session_id):  # Empty when the log was deleted meanwhile.
                 await frontend.caught_up(shown[-1].seq)
-            consumer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await consumer
+            for task in (consumer, watcher):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
     return finished
 
 
@@ -172,83 +171,8 @@ def print_result(
     return code
 
 
-@dataclass(slots=True)
-class ConsoleApprover:
-    """Asks the person at the terminal; remembers "always" per tool for this run."""
-
-    console: Console
-    frontend: Frontend
-    store: EventStore
-    session_id: str
-    always: set[str]
-
-    async def ask(
-        self, call: ToolCall, kind: ToolKind, reason: str, *, repeatable: bool = True
-    ) -> Approval:
-        """Show the call and ask: yes, no, or always for this tool (when `repeatable`)."""
-        from kestrel.agent.ports import Approval
-
-        if repeatable and call.name in self.always:
-            return Approval(
-                allow=True, decided_by="user", reason=f"{call.name} allowed for this run"
-            )
-        last = self.store.read(self.session_id)[-1].seq
-        await self.frontend.caught_up(last)
-        options = "[y]es / [n]o / [a]lways for this run " if repeatable else "[y]es / [n]o "
-        self.console.print(
-            f"[yellow]? {escape(reason)}.[/yellow] Allow [bold]{call.name}[/bold]? "
-            + escape(options),
-            end="",
-        )
-        answer = await read_line()
-        choice = (answer or "n").strip().lower()[:1]
-        if choice == "a" and not repeatable:
-            choice = "y"  # This question is asked every time; "always" means this once.
-        if choice == "a":
-            self.always.add(call.name)
-        allowed = choice in ("y", "a")
-        return Approval(
-            allow=allowed,
-            decided_by="user",
-            reason="approved by the user" if allowed else "the user said no",
-        )
-
-
 async def prompt_follow_up(console: Console) -> str | None:
     """Ask for the next message; an empty line or end of input ends the session."""
     console.print("[bold cyan]>[/bold cyan] ", end="")
     line = await read_line()
     return line.strip() if line else None
-
-
-async def read_line() -> str | None:
-    """One line from standard input, without blocking the event loop.
-
-    The reader is a daemon thread rather than the default executor: a Ctrl-C while the person
-    is being asked must end the program without waiting for an Enter that never comes.
-    """
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str | None] = loop.create_future()
-
-    def settle(value: str | None) -> None:
-        if not answer.done():
-            answer.set_result(value)
-
-    def reader() -> None:
-        value = _read_line()
-        with contextlib.suppress(RuntimeError):  # The loop may have closed meanwhile.
-            loop.call_soon_threadsafe(settle, value)
-
-    threading.Thread(target=reader, name="kestrel-stdin", daemon=True).start()
-    try:
-        return await answer
-    except asyncio.CancelledError:
-        print(flush=True)  # Cancelled while asking: what follows starts on a fresh line.
-        raise
-
-
-def _read_line() -> str | None:
-    try:
-        return input()
-    except EOFError:
-        return None

@@ -17,6 +17,8 @@ OVERLAY_COMMANDS = frozenset({"resume", "rewind", "apply", "discard", "demo"})
 """Subcommands that open a session's overlay; a task (no subcommand) does too."""
 _OTHER_COMMANDS = frozenset(
     {
+        "approve",
+        "cancel",
         "checkpoints",
         "diff",
         "sessions",

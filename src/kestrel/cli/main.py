@@ -31,13 +31,16 @@ SUBCOMMANDS = (
     "eval",
     "plan",
     "trust",
+    "approve",
+    "cancel",
 )
 
 _EPILOG = (
     "Other commands: kestrel resume ID [MESSAGE] · kestrel checkpoints ID · kestrel rewind ID "
     "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
     "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
-    "kestrel plan show|approve|reject ID · kestrel trust [--list|--revoke] · kestrel doctor · "
+    "kestrel plan show|approve|reject ID · kestrel approve ID [--deny] · kestrel cancel ID · "
+    "kestrel trust [--list|--revoke] · kestrel doctor · "
     "kestrel demo · kestrel help COMMAND.  "
     "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
@@ -124,6 +127,14 @@ Print = Annotated[
         help="Headless: no questions, print the result and exit (for scripts and CI).",
     ),
 ]
+WaitForApprovals = Annotated[
+    bool,
+    typer.Option(
+        "--wait-for-approvals",
+        help="With -p: wait for each permission question to be answered from another terminal "
+        "(`kestrel approve ID`) or a client of the service, instead of denying it.",
+    ),
+]
 Format = Annotated[
     OutputFormat,
     typer.Option(
@@ -160,6 +171,8 @@ _ELSEWHERE: dict[str, tuple[str, str]] = {
     "apply": ("kestrel.cli.review_cmd", "apply_command"),
     "discard": ("kestrel.cli.review_cmd", "discard_command"),
     "trust": ("kestrel.cli.trust_cmd", "trust_command"),
+    "approve": ("kestrel.cli.approve_cmd", "approve_command"),
+    "cancel": ("kestrel.cli.approve_cmd", "cancel_command"),
 }
 _added: set[str] = set()
 
@@ -221,6 +234,7 @@ def run(
             "--continue", "-c", help="Continue the most recent session in this directory."
         ),
     ] = False,
+    wait_for_approvals: WaitForApprovals = False,
     plan: Annotated[
         bool,
         typer.Option(
@@ -251,6 +265,7 @@ def run(
         base_url=base_url,
         max_tokens_field=max_tokens_field,
         plan=plan,
+        wait_for_approvals=wait_for_approvals,
     )
     raise typer.Exit(run_request(request))
 
@@ -276,6 +291,7 @@ def resume(
     workspace: WorkspaceMode = None,
     allow: Allow = None,
     deny: Deny = None,
+    wait_for_approvals: WaitForApprovals = False,
 ) -> None:
     """Continue a session from its log, after a crash, a cancel, a limit, or to follow up."""
     from kestrel.cli import sessions
@@ -297,6 +313,7 @@ def resume(
         allow=tuple(allow or ()),
         deny=tuple(deny or ()),
         resume_id=session_id,
+        wait_for_approvals=wait_for_approvals,
     )
     raise typer.Exit(run_request(request))
 

@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.planning import Approve, Reject, mode_after_plan, record_decision
-from kestrel.cli.drive import read_line
+from kestrel.cli.line_input import read_line
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import PermissionMode, PlanProposed, PlanStep
 from kestrel.protocol.oserrors import os_error_text

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -13,9 +11,9 @@ from typing import Literal
 from rich.console import Console
 
 from kestrel import app, app_workspace
-from kestrel.agent.planning import PLAN_MODE_NOTE, PlanNotFound, mode_after_plan
+from kestrel.agent.planning import PlanNotFound, mode_after_plan
 from kestrel.agent.ports import DenyingApprover
-from kestrel.agent.session import CheckpointNotFound, start_session
+from kestrel.agent.session import CheckpointNotFound
 from kestrel.agent.state import replay
 from kestrel.cli import interrupts
 from kestrel.cli import session_steps as steps
@@ -38,17 +36,11 @@ from kestrel.cli.plan_review import (
 from kestrel.cli.render import unverified_in
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import (
-    ChangesApplied,
-    ContextAdded,
     PermissionMode,
-    Record,
-    SessionFinished,
-    SessionStarted,
 )
+from kestrel.service import sessions
 from kestrel.settings import Settings
-from kestrel.settings_load import load_settings
 from kestrel.store.base import EventStore
-from kestrel.workspace.overlay import layer_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +66,8 @@ class RunRequest:
     """Start in plan mode: explore read-only and propose a plan before changing anything."""
     plan_choice: PlanChoice | None = None
     """The person's decision on the plan the session waits on, given on the command line."""
+    wait_for_approvals: bool = False
+    """Headless: permission questions wait for an answer written to the log by another process."""
     base_url: str | None = None
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
 
@@ -113,23 +107,8 @@ def _run(request: RunRequest, console: Console) -> int:
         task = request.task
         if task is None and not request.headless and sys.stdin.isatty():
             task = _ask(console, "What should Kestrel do?")
-        if not task:
-            raise ConfigError('no task given: kestrel "what to do" (see kestrel --help)')
-        app.check_credentials(settings, os.environ)  # Fail before the session starts.
-        app.check_sandbox(settings)  # Before the session exists: refuse loudly, lose nothing.
-        app.build_provider(settings.model, base_url=settings.base_url, cwd=cwd)
-        session_id = start_session(
-            store,
-            task=task,
-            cwd=cwd,
-            model=settings.model,
-            permission_mode="plan" if request.plan else settings.permission_mode,
-            limits=settings.limits.as_limits(),
-            version=app.version(),
-            workspace=settings.workspace,
-        )
-        if request.plan:
-            store.append(session_id, ContextAdded(source="plan mode", text=PLAN_MODE_NOTE))
+        new = sessions.NewSession(task=task or "", cwd=cwd, plan_first=request.plan)
+        session_id = sessions.create_session(store, settings, new)
         return _execute(
             store, session_id, settings, cwd, request, console, after_seq=0, message=None
         )
@@ -152,31 +131,24 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
         "base_url": request.base_url,
         "max_tokens_field": request.max_tokens_field,
     }
-    return load_settings(cwd, env=os.environ, flags=flags, home=Path.home())
+    return sessions.settings_for(cwd, flags)
 
 
 def _existing_session(store: EventStore, request: RunRequest, cwd: Path) -> str | None:
     if request.resume_id is not None:
         return store.resolve(request.resume_id)
     if request.continue_latest:
-        for summary in store.sessions():
-            if Path(summary.cwd) == cwd:
-                return summary.session_id
-        raise SessionNotFound(f"no earlier session in {cwd} to continue")
+        return sessions.latest_in(store, cwd)
     return None
 
 
 def _resume(store: EventStore, session_id: str, request: RunRequest, console: Console) -> int:
-    records = store.read(session_id)
-    started, finished = records[0].event, replay(records).finished
-    if not isinstance(started, SessionStarted):
-        raise ConfigError(f"session {session_id}: its log does not begin with session_started")
-    cwd = Path(started.cwd)
-    if not cwd.is_dir():
-        raise ConfigError(f"session {session_id} worked in {cwd}, which no longer exists")
+    found = sessions.existing(store, session_id)
+    records, started, cwd = found.records, found.started, found.cwd
+    finished = replay(records).finished
     # The session's own directory decides which project settings apply, and it keeps its model
     # unless the command line names another.
-    workspace = _same_workspace(session_id, started, request)
+    workspace = sessions.same_workspace(found, request.workspace)
     settings = _settings(
         cwd, replace(request, model=request.model or started.model, workspace=workspace)
     )
@@ -191,7 +163,7 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
     if request.plan_choice is not None and not waiting:
         raise PlanNotFound(f"session {session_id} has no plan waiting for a decision")
     if done and not request.task and request.rewind_to is None:
-        if _change_left_over(settings, session_id, records):
+        if sessions.change_left_over(settings, session_id, records):
             # Stopped after the run but before its change was handed over: finish that only.
             return _hand_over_only(
                 store, session_id, settings, cwd, request, console, ask=not quiet
@@ -214,33 +186,6 @@ def _resume(store: EventStore, session_id: str, request: RunRequest, console: Co
         message=request.task,
         resuming=not (done and not request.task),
     )
-
-
-def _same_workspace(
-    session_id: str, started: SessionStarted, request: RunRequest
-) -> Literal["overlay", "direct"] | None:
-    """Where the session's changes went (`--workspace` may only agree): a direct session resumed
-    over an overlay, or the reverse, would lose track of its change. None: as the settings say
-    (a log written before the mode was recorded)."""
-    if not started.workspace:
-        return request.workspace
-    if request.workspace is not None and request.workspace != started.workspace:
-        raise ConfigError(
-            f"session {session_id} works in the {started.workspace} workspace; resume it "
-            f"without --workspace {request.workspace} (or with --workspace {started.workspace})"
-        )
-    return started.workspace
-
-
-def _change_left_over(settings: Settings, session_id: str, records: Sequence[Record]) -> bool:
-    """Whether the session's last run ended without its change being handed over."""
-    if settings.workspace != "overlay":
-        return False
-    if not layer_for(app.data_dir(settings), session_id).exists():
-        return False
-    kinds = [type(r.event) for r in records]
-    last_finish = max(i for i, kind in enumerate(kinds) if kind is SessionFinished)
-    return ChangesApplied not in kinds[last_finish:]
 
 
 def _hand_over_only(
@@ -306,24 +251,16 @@ def _execute_run(
 ) -> int:
     interactive = not request.headless and sys.stdin.isatty()
     frontend = make_frontend(request.headless, request.output_format, console)
-    approver = steps.approver(interactive, console, frontend, store, session_id)
+    approver = steps.approver(
+        interactive, console, frontend, store, session_id, request.wait_for_approvals
+    )
     mode = "plan" if request.plan else request.permission_mode
     parts = app.LoopParts(approver=approver, permission_mode=mode)
-    view = app_workspace.open_workspace(settings, session_id, cwd)
-    loop = app.build_loop(store, session_id, settings, view.root if view else cwd, parts)
-    if view is not None:
-        asyncio.run(app_workspace.mark_baseline(loop.emit, settings, view, session_id))
-    if request.max_turns is not None or request.max_cost is not None:
-        loop.config = replace(
-            loop.config,
-            limits=replace(
-                loop.state.limits,
-                max_turns=request.max_turns or loop.state.limits.max_turns,
-                max_cost_usd=request.max_cost or loop.state.limits.max_cost_usd,
-            ),
-        )
+    limits = sessions.Limits(max_turns=request.max_turns, max_cost=request.max_cost)
+    run = sessions.open_run(store, session_id, settings, cwd, parts, limits)
+    loop, view = run.loop, run.view
     if resuming:
-        steps.settle_interrupted(loop, settings)
+        sessions.settle_interrupted(loop, settings)
     if request.rewind_to is not None:
         steps.rewind_to(loop, request.rewind_to)
         if message is None and interactive:

@@ -3,7 +3,6 @@ the change, rewinds, and who answers permission questions."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from dataclasses import replace
 
@@ -13,23 +12,20 @@ from rich.markup import escape
 from kestrel import app_workspace
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import Approver, DenyingApprover
-from kestrel.agent.rollback import ResumePolicy
-from kestrel.agent.session import ResumeEnvironment, resume, rewind
-from kestrel.agent.subagents import close_lost
-from kestrel.app_sandbox import outside_reach
+from kestrel.cli.console_approver import ConsoleApprover
 from kestrel.cli.drive import (
     AfterRun,
-    ConsoleApprover,
     FollowUp,
     OutputFormat,
     note_handoff,
     prompt_follow_up,
-    read_line,
 )
+from kestrel.cli.line_input import read_line
 from kestrel.cli.plan_review import ConsolePlanReview, decision_hint
 from kestrel.cli.render import Frontend, handoff_lines, pending_hint
-from kestrel.protocol.errors import ConfigError, KestrelError
 from kestrel.protocol.events import ChangesReady, PermissionMode, SessionFinished
+from kestrel.service import sessions
+from kestrel.service.approvals import LogApprover
 from kestrel.settings import Settings
 from kestrel.store.base import EventStore
 from kestrel.tools.plan import plan_text
@@ -120,9 +116,7 @@ def handoff(
 
 def rewind_to(loop: AgentLoop, checkpoint: str) -> None:
     """Restore the files of a checkpoint and log the rewind; say what happened."""
-    if loop.checkpointer is None:
-        raise ConfigError("checkpoints are off for this session; nothing to rewind")
-    rewound = asyncio.run(rewind(loop.state, loop.emit, loop.checkpointer, checkpoint))
+    rewound = sessions.rewind_to(loop, checkpoint)
     Console(stderr=True, highlight=False).print(
         f"Rewound the files to checkpoint {rewound.checkpoint_id[:12]}; the conversation "
         f"continues from event {rewound.to_seq}. Continue with: "
@@ -131,37 +125,16 @@ def rewind_to(loop: AgentLoop, checkpoint: str) -> None:
     )
 
 
-def settle_interrupted(loop: AgentLoop, settings: Settings) -> None:
-    """Before anything else on resume: roll back each call that may change files and that a
-    crash cut short, and log how every unfinished call is settled."""
-    env = loop.environment
-    where = ResumeEnvironment(
-        root=env.root,
-        artifacts_dir=env.artifacts_dir,
-        checkpointer=loop.checkpointer,
-        policy=resume_policy(settings),
-    )
-    try:
-        asyncio.run(resume(loop.state, loop.emit, loop.tools.kind, where))
-    except KestrelError as exc:  # A checkpoint that cannot be read or restored, say.
-        raise ConfigError(
-            f"session {loop.session_id}: the call a crash cut short could not be rolled back "
-            f"({exc}); nothing else was run, and its files may hold part of that call"
-        ) from exc
-    close_lost(loop)  # The subagent of a rolled-back `task` call ends with it.
-
-
-def resume_policy(settings: Settings) -> ResumePolicy:
-    """How a resume settles cut-short calls, and what commands could reach that no rollback
-    undoes (see `outside_reach`)."""
-    outside = outside_reach(settings)
-    return ResumePolicy(rerun_idempotent=settings.tools.rerun_interrupted, outside=outside)
-
-
 def approver(
-    interactive: bool, console: Console, frontend: Frontend, store: EventStore, session_id: str
+    interactive: bool,
+    console: Console,
+    frontend: Frontend,
+    store: EventStore,
+    session_id: str,
+    wait: bool = False,
 ) -> Approver:
-    """Who answers permission questions: the person at the terminal, or nobody (denied)."""
+    """Who answers permission questions: the person at the terminal (or anyone through the
+    log, first), anyone through the log when told to wait, else nobody (denied)."""
     if not interactive:
-        return DenyingApprover()
-    return ConsoleApprover(console, frontend, store, session_id, set())
+        return LogApprover(store) if wait else DenyingApprover()
+    return ConsoleApprover(console, frontend, store, session_id)

@@ -7,7 +7,8 @@ made it durable.
 This module holds the session, model and tool events and the `Event` union, and names every
 event; the shared types live in `events_base`, and three families in modules of their own:
 `events_workspace` (checkpoints, verification, the change), `events_guards` (budgets, loops,
-hooks, context) and `events_work` (task list, plans, subagents). Import them from here.
+hooks, context), `events_work` (task list, plans, subagents) and `events_asks` (what waits on a
+person). Import them from here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from kestrel.protocol.events_asks import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalScope,
+    CancelRequested,
+)
 from kestrel.protocol.events_base import (
     SCHEMA_VERSION,
     BudgetKind,
@@ -282,6 +289,9 @@ Event = Annotated[
     | ModelCompleted
     | ToolCallRequested
     | PermissionDecided
+    | ApprovalRequested
+    | ApprovalDecided
+    | CancelRequested
     | ToolStarted
     | ToolOutputChunk
     | ToolFinished
@@ -324,9 +334,13 @@ class Record:
 __all__ = [
     "SCHEMA_VERSION",
     "ApplyOutcome",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "ApprovalScope",
     "BudgetKind",
     "BudgetNotice",
     "BudgetWarning",
+    "CancelRequested",
     "ChangedFile",
     "ChangesApplied",
     "ChangesReady",
