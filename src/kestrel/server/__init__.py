@@ -1,0 +1,1 @@
+"""`kestrel serve`: the multi-tenant HTTP API and the parts it is built from."""
