@@ -141,3 +141,31 @@ def test_an_answer_given_while_no_process_runs_is_used_on_resume(env: Env) -> No
     assert not [e for e in events if e["type"] == "approval_requested"]  # Not asked again.
     ran = [e for e in events if e["type"] == "tool_finished"]
     assert ran and not ran[0]["is_error"]
+
+
+def test_a_headless_text_run_says_on_stderr_what_it_waits_for(env: Env) -> None:
+    env.script.write_text(json.dumps(BASH_THEN_DONE))
+    proc = env.start(
+        "-p", "make a file", "--model", f"scripted:{env.script}", "--wait-for-approvals"
+    )
+    _started.append(proc)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line.startswith("kestrel: waiting for approval: bash"), line
+    found = re.search(r"kestrel approve ([0-9a-f]{20})", line)
+    assert found, line
+    assert env.run("approve", found.group(1)).returncode == 0
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "All done." in out
+
+
+def test_the_terminal_shows_a_stop_asked_from_elsewhere(env: Env) -> None:
+    env.script.write_text(json.dumps(BASH_THEN_DONE))
+    term = Terminal(env, "make a file", "--model", f"scripted:{env.script}")
+    term.expect("Allow bash?")
+    found = re.search(r"session ([0-9a-f]{20})", term.seen)
+    assert found, term.seen
+    assert env.run("cancel", found.group(1)).returncode == 0
+    term.expect("Stop asked by kestrel cancel.")
+    term.expect(f"Resume with: kestrel resume {found.group(1)}")
+    assert term.close() == 130

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kestrel.cli.exit_codes import EXIT_USAGE, report_error
+from kestrel.cli.frontends import shorten
 from kestrel.protocol.errors import ConfigError, KestrelError
 from kestrel.settings_load import load_settings
 
@@ -83,7 +84,7 @@ def approve_command(
     verdict = "Denied" if deny else "Allowed"
     question = answered.question
     console.print(
-        f"{verdict} {escape(question.name)} {escape(_short(question.arguments))} "
+        f"{verdict} {escape(question.name)} {escape(shorten(question.arguments))} "
         f"in session {answered.session_id}" + (" (and for the rest of it)" if always else "")
     )
 
@@ -115,9 +116,3 @@ def _open_store() -> EventStore:
 
     settings = load_settings(Path.cwd(), env=os.environ, flags={}, home=Path.home())
     return app.open_store(settings)
-
-
-def _short(arguments: str, limit: int = 120) -> str:
-    """A call's arguments on one line, cut to `limit` characters."""
-    flat = " ".join(arguments.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -61,11 +61,15 @@ FollowUp = Callable[[], Awaitable[str | None]]
 AfterRun = Callable[[SessionFinished], Awaitable[None]]
 
 
-def make_frontend(headless: bool, output_format: OutputFormat, console: Console) -> Frontend:
-    """The frontend for an output mode."""
+def make_frontend(
+    headless: bool, output_format: OutputFormat, console: Console, *, waits: bool = False
+) -> Frontend:
+    """The frontend for an output mode; `waits`: the run waits for answers from the log."""
     if not headless:
         return ConsoleFrontend(console)
-    return StreamJsonFrontend() if output_format == "stream-json" else QuietFrontend()
+    if output_format == "stream-json":
+        return StreamJsonFrontend()
+    return QuietFrontend(waits=waits)
 
 
 async def drive(

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
 from kestrel.cli import interrupts
+from kestrel.cli.frontends import Frontend as Frontend
+from kestrel.cli.frontends import QuietFrontend as QuietFrontend
+from kestrel.cli.frontends import StreamJsonFrontend as StreamJsonFrontend
 from kestrel.cli.render_plan import plan_lines, todo_lines
 from kestrel.cli.usage_text import compact_count as _k
 from kestrel.cli.usage_text import cost_text, tokens_text
-from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.events import (
     BudgetNotice,
     BudgetWarning,
+    CancelRequested,
     ChangesApplied,
     ChangesReady,
     ContextAdded,
@@ -52,71 +52,6 @@ from kestrel.protocol.events import (
 )
 
 PREVIEW_LINES = 8
-
-
-class Frontend:
-    """Consumes records in order and remembers how far it got."""
-
-    def __init__(self) -> None:
-        self.seen_seq = 0
-        self.closed = False
-        self._progress = asyncio.Condition()
-
-    async def consume(self, records: AsyncIterator[Record]) -> None:
-        """Render every record as it arrives, until cancelled or the output is gone.
-
-        A closed output (a reader that went away) stops the rendering, never the session:
-        the log keeps every event either way.
-        """
-        try:
-            async for record in records:
-                self.render(record)
-                self.seen_seq = record.seq
-                async with self._progress:
-                    self._progress.notify_all()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        finally:
-            self.closed = True
-            async with self._progress:
-                self._progress.notify_all()
-
-    async def caught_up(self, seq: int) -> None:
-        """Wait until every record up to `seq` has been rendered (or rendering has stopped)."""
-        async with self._progress:
-            await self._progress.wait_for(lambda: self.closed or self.seen_seq >= seq)
-
-    def render(self, record: Record) -> None:
-        """Show one record."""
-
-
-class StreamJsonFrontend(Frontend):
-    """One JSON record per line, as it happens: the `stream-json` output format."""
-
-    def __init__(self, out: TextIO = sys.stdout) -> None:
-        super().__init__()
-        self._out = out
-
-    def render(self, record: Record) -> None:
-        """Print the record's versioned JSON form."""
-        self._out.write(record_to_json(record) + "\n")
-        self._out.flush()
-
-
-class QuietFrontend(Frontend):
-    """Prints nothing on stdout while the session runs (`text` and `json` output print at the
-    end); a budget that cannot be enforced as set is said on stderr."""
-
-    def __init__(self, err: TextIO | None = None) -> None:
-        super().__init__()
-        self._err = err
-
-    def render(self, record: Record) -> None:
-        """Warn on stderr about a budget notice; everything else waits for the end."""
-        if isinstance(record.event, BudgetNotice):
-            err = self._err or sys.stderr
-            err.write(f"kestrel: warning: {record.event.detail}\n")
-            err.flush()
 
 
 class ConsoleFrontend(Frontend):
@@ -240,6 +175,9 @@ class ConsoleFrontend(Frontend):
             case ChangesReady() | ChangesApplied():
                 for line in handoff_lines(event, record.session_id):
                     self.console.print(escape(line), soft_wrap=True)
+            case CancelRequested():
+                who = escape(event.by or "another process")
+                self.console.print(f"[yellow]Stop asked by {who}.[/yellow]", soft_wrap=True)
             case ModelCompleted():
                 self._spent = add_usage(self._spent, event)
                 line = spend_line(self._spent, whole_session=bool(self._whole_session))

@@ -250,7 +250,9 @@ def _execute_run(
     resuming: bool,
 ) -> int:
     interactive = not request.headless and sys.stdin.isatty()
-    frontend = make_frontend(request.headless, request.output_format, console)
+    frontend = make_frontend(
+        request.headless, request.output_format, console, waits=request.wait_for_approvals
+    )
     approver = steps.approver(
         interactive, console, frontend, store, session_id, request.wait_for_approvals
     )
