@@ -11,7 +11,10 @@ from store_helpers import started
 
 from kestrel.protocol.errors import SessionNotFound
 from kestrel.protocol.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     ModelTextDelta,
+    PermissionDecided,
     Record,
     SessionFinished,
     SessionResumed,
@@ -106,6 +109,30 @@ def test_status_follows_finish_and_resume(store: EventStore) -> None:
     store.append("s1", SessionFinished(reason="done"))
     assert status() == "done"
     assert store.sessions()[0].events == 5
+
+
+def test_status_says_when_a_session_waits_for_a_person(store: EventStore) -> None:
+    def status() -> str:
+        return store.sessions()[0].status
+
+    store.append("s1", started("s1"))
+    store.append(
+        "s1",
+        ApprovalRequested(call_id="c1", name="bash", arguments="{}", kind="execute", reason="r"),
+    )
+    assert status() == "waiting"
+    store.append("s1", ApprovalDecided(call_id="c1", allow=True, by="kestrel approve"))
+    assert status() == "waiting"  # Until the running process acts on the answer.
+    store.append(
+        "s1", PermissionDecided(call_id="c1", decision="allow", decided_by="user", reason="ok")
+    )
+    assert status() == "running"
+    store.append("s1", SessionFinished(reason="cancelled"))
+    store.append(
+        "s1",
+        ApprovalRequested(call_id="c2", name="bash", arguments="{}", kind="execute", reason="r"),
+    )
+    assert status() == "cancelled"  # Only a running session waits.
 
 
 def test_resolve_exact_prefix_ambiguous_and_missing(store: EventStore) -> None:

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from kestrel.protocol.events import Event, Record
 
 RUNNING = "running"
+WAITING = "waiting"
+"""A running session that waits for a person to answer a permission question."""
 """A session's status from its start until a `session_finished`."""
 
 __all__ = ["RUNNING", "Notifier", "StoreError", "check_append", "choose", "follow", "status_after"]
@@ -40,11 +42,20 @@ def check_append(session_id: str, event: Event, *, exists: bool) -> None:
 
 def status_after(current: str, event: Event) -> str:
     """The session's status once `event` is in its log."""
-    from kestrel.protocol.events import SessionFinished, SessionResumed
+    from kestrel.protocol.events import (
+        ApprovalRequested,
+        PermissionDecided,
+        SessionFinished,
+        SessionResumed,
+    )
 
     if isinstance(event, SessionFinished):
         return event.reason
     if isinstance(event, SessionResumed):
+        return RUNNING
+    if isinstance(event, ApprovalRequested) and current == RUNNING:
+        return WAITING  # On a person: `kestrel approve` answers it.
+    if isinstance(event, PermissionDecided) and current == WAITING:
         return RUNNING
     return current
 
