@@ -19,22 +19,20 @@ from rich.text import Text
 from kestrel import app, app_workspace
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.ports import DenyingApprover
-from kestrel.agent.session import start_session
 from kestrel.cli import interrupts
 from kestrel.cli.drive import EXIT_DONE, EXIT_ERROR, AfterRun, drive
 from kestrel.cli.render import ConsoleFrontend, unverified_in
 from kestrel.models.scripted import ScriptedProvider
 from kestrel.protocol.events import (
     ChangesReady,
-    Limits,
     Record,
     SessionFinished,
     ToolFinished,
     VerificationFinished,
 )
 from kestrel.sandbox.probe import probe
+from kestrel.service import sessions
 from kestrel.settings import Settings
-from kestrel.settings_load import load_settings
 from kestrel.workspace.overlay import View, discard_layer
 
 TASK = (
@@ -108,7 +106,12 @@ def _demo(demo: _Demo) -> int:
 def _run(demo: _Demo, provider: ScriptedProvider, model: str) -> int:
     console, project = demo.console, demo.project
     # Edits land without asking; the only command the demo may run is its test suite.
-    flags: dict[str, object] = {"allow": [TEST_RULE]}
+    flags: dict[str, object] = {
+        "allow": [TEST_RULE],
+        "model": model,
+        "permission_mode": "accept-edits",
+        "max_turns": 20,
+    }
     if not asyncio.run(probe()).ok:
         flags["sandbox"] = "none"
         console.print(
@@ -116,22 +119,16 @@ def _run(demo: _Demo, provider: ScriptedProvider, model: str) -> int:
             "runs unconfined, as you, and Kestrel does not verify the change itself.",
             style="yellow",
         )
-    settings = load_settings(project, env=os.environ, flags=flags, home=Path.home())
+    settings = sessions.settings_for(project, flags)
     store = app.open_store(settings)
     try:
-        session_id = demo.session_id = start_session(
-            store,
-            task=TASK,
-            cwd=project,
-            model=model,
-            permission_mode="accept-edits",
-            limits=Limits(max_turns=20),
-            version=app.version(),
-        )
+        new = sessions.NewSession(task=TASK, cwd=project)
+        session_id = demo.session_id = sessions.create_session(store, settings, new)
         parts = app.LoopParts(approver=DenyingApprover(), provider=provider)
         # The session edits an overlay; its change reaches the project when the run is done.
-        view = demo.view = app_workspace.open_workspace(settings, session_id, project)
-        loop = app.build_loop(store, session_id, settings, view.root if view else project, parts)
+        run = sessions.open_run(store, session_id, settings, project, parts)
+        loop, view = run.loop, run.view
+        demo.view = view
         frontend = ConsoleFrontend(console, resume_hint=demo.keep)
         after = _hand_off(loop, settings, view) if view else None
         finished = asyncio.run(drive(store, loop, frontend, message=None, after_seq=0, after=after))
