@@ -17,6 +17,7 @@ from kestrel.protocol.events import (
     Record,
     SessionFinished,
     SessionResumed,
+    ToolFinished,
 )
 
 
@@ -58,7 +59,8 @@ def fold_ask(asks: Asks, record: Record) -> None:
             asks.answers[event.call_id] = event
             if event.allow and event.scope == "session" and question_of(asked).repeatable:
                 asks.always.add(question_of(asked).name)
-        case PermissionDecided():
+        case PermissionDecided() | ToolFinished():
+            # Settled: decided, or ended without a decision (a stop while it was asked).
             asks.open.pop(event.call_id, None)
             asks.answers.pop(event.call_id, None)
         case CancelRequested():

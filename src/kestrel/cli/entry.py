@@ -19,6 +19,7 @@ _OTHER_COMMANDS = frozenset(
     {
         "approve",
         "cancel",
+        "serve",
         "checkpoints",
         "diff",
         "sessions",

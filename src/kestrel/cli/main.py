@@ -33,6 +33,7 @@ SUBCOMMANDS = (
     "trust",
     "approve",
     "cancel",
+    "serve",
 )
 
 _EPILOG = (
@@ -173,6 +174,7 @@ _ELSEWHERE: dict[str, tuple[str, str]] = {
     "trust": ("kestrel.cli.trust_cmd", "trust_command"),
     "approve": ("kestrel.cli.approve_cmd", "approve_command"),
     "cancel": ("kestrel.cli.approve_cmd", "cancel_command"),
+    "serve": ("kestrel.cli.serve_cmd", "serve_app"),
 }
 _added: set[str] = set()
 

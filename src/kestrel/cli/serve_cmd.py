@@ -1,0 +1,141 @@
+"""`kestrel serve`: the hosted mode on this machine (HTTP API, SQLite, a worker pool), and
+`kestrel serve tokens|tenants` to manage who may use it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kestrel.cli.exit_codes import EXIT_USAGE, report_error
+from kestrel.protocol.errors import KestrelError
+
+serve_app = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    invoke_without_command=True,
+    help="Serve Kestrel's HTTP API: sessions for tenants with API tokens.",
+)
+tokens_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True)
+serve_app.add_typer(tokens_app, name="tokens", help="Create, list or revoke API tokens.")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Where the server keeps everything (default: beside the "
+        "local sessions, in a folder named server).",
+    ),
+]
+
+
+def _data_dir(given: Path | None) -> Path:
+    if given is not None:
+        return given.resolve()
+    from kestrel.store import default_data_dir
+
+    return default_data_dir(os.environ) / "server"
+
+
+@serve_app.callback()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port; 0 picks a free one.")] = 8420,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Sessions run at once.")] = 2,
+    data_dir: DataDir = None,
+    allowed_root: Annotated[
+        list[Path] | None,
+        typer.Option("--allowed-root", help="A folder sessions may be created from by path."),
+    ] = None,
+    allow_scripted_models: Annotated[
+        Path | None,
+        typer.Option(
+            "--allow-scripted-models",
+            help="Allow `scripted:` models whose files are in this folder (tests, demos).",
+        ),
+    ] = None,
+) -> None:
+    """Start the server; it prints the address once it listens. SIGTERM drains it."""
+    if ctx.invoked_subcommand is not None:
+        return
+    import socket
+
+    import uvicorn
+
+    from kestrel.server.app import create_app
+    from kestrel.server.hosting import ServerConfig
+
+    config = ServerConfig(
+        data_dir=_data_dir(data_dir),
+        workers=workers,
+        allowed_roots=tuple(p.resolve() for p in allowed_root or ()),
+        scripted_models_dir=allow_scripted_models.resolve() if allow_scripted_models else None,
+    )
+    listener = socket.create_server((host, port))
+    bound = listener.getsockname()[1]
+    print(f"kestrel serve: listening on http://{host}:{bound}", flush=True)
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config), log_level="warning", access_log=False)
+    )
+    server.run(sockets=[listener])
+
+
+@tokens_app.command("create")
+def create_token(
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="Make a new tenant with this name.")
+    ] = None,
+    tenant_id: Annotated[
+        str | None, typer.Option("--tenant-id", help="Add to this existing tenant instead.")
+    ] = None,
+    plan: Annotated[str, typer.Option("--plan", help="free, pro or team.")] = "free",
+    user: Annotated[str, typer.Option("--user", help="The user's name.")] = "admin",
+    admin: Annotated[
+        bool, typer.Option("--admin", help="The user administers the tenant.")
+    ] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Make a tenant (or use an existing one), a user and an API token; print the token once."""
+    from kestrel.server.accounts import AccountStore
+
+    if (tenant is None) == (tenant_id is None):
+        report_error(
+            KestrelError("name a new tenant (--tenant NAME) or an existing one (--tenant-id ID)")
+        )
+        raise typer.Exit(EXIT_USAGE)
+    folder = _data_dir(data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with AccountStore(folder / "accounts.db") as accounts:
+            made = (
+                accounts.tenant(tenant_id)
+                if tenant_id is not None
+                else accounts.create_tenant(tenant or "", plan)
+            )
+            person = accounts.create_user(made.id, user, "admin" if admin else "member")
+            issued = accounts.create_token(person.id)
+    except KestrelError as exc:
+        report_error(exc)
+        raise typer.Exit(EXIT_USAGE) from exc
+    print(f"tenant {made.id} ({made.name}, plan {made.plan}); token {issued.token.id}:")
+    print(issued.secret)
+
+
+@tokens_app.command("revoke")
+def revoke_token(
+    token_id: Annotated[str, typer.Argument(help="The token's id (tok_...).")],
+    data_dir: DataDir = None,
+) -> None:
+    """Revoke a token: every request with it is refused from now on."""
+    from kestrel.server.accounts import AccountStore
+
+    try:
+        with AccountStore(_data_dir(data_dir) / "accounts.db") as accounts:
+            accounts.revoke_token(token_id)
+    except KestrelError as exc:
+        report_error(exc)
+        raise typer.Exit(EXIT_USAGE) from exc
+    print(f"revoked {token_id}")

@@ -1,0 +1,178 @@
+"""What the HTTP layer asks of the hosted mode, without HTTP: open a tenant's session, admit a
+new one under its plan, create it from a repository source, and measure the tenant's usage."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kestrel.agent.state import replay
+from kestrel.protocol.errors import ConfigError
+from kestrel.server.accounts import AccountStore, Principal
+from kestrel.server.intake import RepositorySource, materialize
+from kestrel.server.plans import DEFAULT_PLANS, Admitted, Plan, Refused, TenantUsage, admit
+from kestrel.server.registry import Hosted, Registry
+from kestrel.server.workers import ENV_PASSED, Pool
+from kestrel.service.sessions import NewSession, create_session
+from kestrel.settings_load import load_settings
+from kestrel.store.sqlite import SQLiteStore
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """How `kestrel serve` runs."""
+
+    data_dir: Path
+    workers: int = 2
+    allowed_roots: tuple[Path, ...] = ()
+    """Local folders a session may be created from (`{"path": ...}`); none by default."""
+    scripted_models_dir: Path | None = None
+    """Where `scripted:` model files may be read from (tests and demos); None refuses them."""
+    max_body_bytes: int = 50 * 1024 * 1024
+    plans: dict[str, Plan] = field(default_factory=lambda: dict(DEFAULT_PLANS))
+
+
+class Refusal(Exception):
+    """A request the server refuses, with its HTTP status and a message for the person."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+@dataclass(slots=True)
+class Hosting:
+    """The server's state: stores, registry, accounts and the worker pool."""
+
+    config: ServerConfig
+    store: SQLiteStore
+    registry: Registry
+    accounts: AccountStore
+    pool: Pool
+
+    @classmethod
+    def open(cls, config: ServerConfig) -> Hosting:
+        """Open (or create) everything under the data directory."""
+        from kestrel.store import STORE_FILE_NAME
+
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(config.data_dir / STORE_FILE_NAME)
+        registry = Registry(config.data_dir / "server.db")
+        accounts = AccountStore(config.data_dir / "accounts.db")
+
+        def max_running(tenant: str) -> int | None:
+            return _plan(config, accounts.tenant(tenant).plan).max_concurrent_sessions
+
+        pool = Pool(registry, config.data_dir, config.workers, max_running)
+        return cls(config, store, registry, accounts, pool)
+
+    def close(self) -> None:
+        """Close the stores."""
+        self.store.close()
+        self.registry.close()
+        self.accounts.close()
+
+    def plan_of(self, who: Principal) -> Plan:
+        """The plan of the principal's tenant."""
+        return _plan(self.config, who.plan)
+
+    def session(self, who: Principal, session_id: str) -> Hosted:
+        """The tenant's session; 404 for a missing one and for another tenant's alike."""
+        hosted = self.registry.get(who.tenant_id, session_id)
+        if hosted is None:
+            raise Refusal(404, f"no session {session_id}")
+        return hosted
+
+    def usage(self, who: Principal) -> TenantUsage:
+        """The tenant's sessions running and queued, and its spend since local midnight."""
+        running, queued = self.registry.counts(who.tenant_id)
+        midnight = _midnight()
+        tokens, usd = 0, 0.0
+        for hosted in self.registry.of_tenant(who.tenant_id):
+            if hosted.created_at < midnight:
+                break  # Newest first: the rest are older.
+            totals = replay(self.store.read(hosted.session_id)).totals
+            tokens += totals.tokens
+            usd += totals.cost_usd
+        left = midnight + 86_400 - time.time()
+        return TenantUsage(
+            running=running,
+            queued=queued,
+            tokens_today=tokens,
+            usd_today=usd,
+            seconds_until_day_resets=max(left, 1.0),
+        )
+
+    def create(
+        self, who: Principal, task: str, source: RepositorySource, flags: dict[str, object]
+    ) -> Hosted:
+        """Admit, make the checkout, log the session's start, and queue its first run."""
+        model = str(flags.get("model") or "") or self._default_model()
+        self._check_model(model)
+        decision = admit(self.plan_of(who), self.usage(who), model=model)
+        if isinstance(decision, Refused):
+            raise Refusal(decision.status, decision.message, decision.headers)
+        assert isinstance(decision, Admitted)
+        checkout = self.config.data_dir / "checkouts" / uuid.uuid4().hex
+        checkout.parent.mkdir(parents=True, exist_ok=True)
+        materialize(source, checkout, allowed_roots=self.config.allowed_roots)
+        try:
+            known = {k: v for k, v in flags.items() if k != "plan_first"}
+            settings = load_settings(
+                checkout, env=self._env(), flags=known, home=self.config.data_dir / "home"
+            )
+            plan_first = bool(flags.get("plan_first"))
+            new = NewSession(task=task, cwd=checkout, plan_first=plan_first)
+            session_id = create_session(self.store, settings, new)
+        except ConfigError:
+            shutil.rmtree(checkout, ignore_errors=True)
+            raise
+        hosted = Hosted(
+            session_id=session_id,
+            tenant_id=who.tenant_id,
+            user_id=who.user_id,
+            tier=self.plan_of(who).tier,
+            checkout=checkout,
+            status="queued",
+            next_message=None,
+            created_at=time.time(),
+        )
+        self.registry.add(hosted)
+        self.pool.submit(hosted)
+        return hosted
+
+    def _default_model(self) -> str:
+        home = self.config.data_dir / "home"
+        return load_settings(self.config.data_dir, env=self._env(), flags={}, home=home).model
+
+    def _check_model(self, model: str) -> None:
+        if not model.startswith("scripted:"):
+            return
+        allowed = self.config.scripted_models_dir
+        path = Path(model.removeprefix("scripted:")).resolve()
+        if allowed is None or not path.is_relative_to(allowed.resolve()):
+            raise Refusal(403, "scripted models are not enabled on this server")
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in ENV_PASSED}
+        env["KESTREL_DATA_DIR"] = str(self.config.data_dir)
+        return env
+
+
+def _plan(config: ServerConfig, name: str) -> Plan:
+    plan = config.plans.get(name)
+    if plan is None:
+        raise Refusal(403, f"the tenant's plan {name!r} is not configured on this server")
+    return plan
+
+
+def _midnight() -> float:
+    now = datetime.datetime.now().astimezone()
+    return now.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()

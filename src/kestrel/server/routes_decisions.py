@@ -1,0 +1,184 @@
+"""Routes for what a person decides: approvals, the plan, the review of the change, a stop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Literal
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field
+
+from kestrel.agent.planning import Approve, Reject
+from kestrel.protocol.events import ApprovalScope, PermissionMode
+from kestrel.server.deps import Caller, Host
+from kestrel.server.hosting import Refusal
+from kestrel.server.routes_sessions import SessionView, Strict, view
+from kestrel.server.workers import ENV_PASSED
+from kestrel.service.approvals import answer_approval, pending_approvals
+from kestrel.service.decisions import NotRunning, decide_plan, request_cancel
+
+router = APIRouter()
+
+
+class ApprovalView(BaseModel):
+    """An open permission question."""
+
+    session_id: str
+    call_id: str
+    tool: str
+    arguments: str
+    reason: str
+    repeatable: bool
+
+
+class AnswerBody(Strict):
+    """The answer to a permission question."""
+
+    allow: bool
+    scope: ApprovalScope = "once"
+    message: str = Field(default="", max_length=10_000)
+
+
+class PlanBody(Strict):
+    """The decision on the plan the session waits on."""
+
+    decision: Literal["approve", "reject"]
+    feedback: str = Field(default="", max_length=10_000)
+    permission_mode: PermissionMode | None = None
+
+
+class ReviewBody(Strict):
+    """The decision on the change: apply it, discard it, or send it back with feedback."""
+
+    action: Literal["apply", "discard", "reject"]
+    feedback: str = Field(default="", max_length=10_000)
+
+
+class ReviewResult(BaseModel):
+    """What the review did, in the command's own words."""
+
+    action: str
+    ok: bool
+    output: str
+
+
+@router.get("/sessions/{session_id}/approvals")
+def approvals(session_id: str, who: Caller, host: Host) -> list[ApprovalView]:
+    """The questions the session (or its subagents) waits on."""
+    host.session(who, session_id)
+    return [
+        ApprovalView(
+            session_id=p.session_id,
+            call_id=p.question.call_id,
+            tool=p.question.name,
+            arguments=p.question.arguments,
+            reason=p.question.reason,
+            repeatable=p.question.repeatable,
+        )
+        for p in pending_approvals(host.store, session_id)
+    ]
+
+
+@router.post("/sessions/{session_id}/approvals/{call_id}")
+def answer(session_id: str, call_id: str, body: AnswerBody, who: Caller, host: Host) -> SessionView:
+    """Answer one open question; the session goes on at once."""
+    hosted = host.session(who, session_id)
+    answer_approval(
+        host.store,
+        session_id,
+        allow=body.allow,
+        call_id=call_id,
+        scope=body.scope,
+        message=body.message,
+        by=f"api:{who.user_id}",
+    )
+    return view(host, hosted)
+
+
+@router.post("/sessions/{session_id}/cancel", status_code=202)
+def cancel(session_id: str, who: Caller, host: Host) -> SessionView:
+    """Stop the session: taken out of the queue, or asked to stop where it runs."""
+    hosted = host.session(who, session_id)
+    if not host.pool.withdraw(session_id):
+        try:
+            request_cancel(host.store, session_id, by=f"api:{who.user_id}")
+        except NotRunning as exc:
+            raise Refusal(409, str(exc)) from None
+    else:
+        host.registry.set_status(session_id, "idle")
+    return view(host, hosted)
+
+
+@router.post("/sessions/{session_id}/plan", status_code=202)
+def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionView:
+    """Approve or reject the plan the session waits on; it runs again with the decision."""
+    hosted = host.session(who, session_id)
+    if hosted.status != "idle":
+        raise Refusal(409, f"session {session_id} is {hosted.status}; decide when it stops")
+    decision: Approve | Reject
+    if body.decision == "reject":
+        if not body.feedback.strip():
+            raise Refusal(400, "say why the plan is rejected (feedback)")
+        decision = Reject(reason=body.feedback)
+    else:
+        mode = body.permission_mode if body.permission_mode not in (None, "plan") else "default"
+        decision = Approve(mode=mode or "default")
+    message = decide_plan(host.store, session_id, decision)
+    host.pool.submit(hosted, message)
+    return view(host, host.session(who, session_id))
+
+
+@router.get("/sessions/{session_id}/diff", response_class=PlainTextResponse)
+async def diff(session_id: str, who: Caller, host: Host) -> str:
+    """The change the session left waiting for review, as a unified diff (empty: none)."""
+    hosted = host.session(who, session_id)
+    code, out = await _kestrel(host, hosted.checkout, "diff", session_id)
+    if code != 0:
+        raise Refusal(409, out.strip() or "the change cannot be shown")
+    return out if out.startswith(("diff ", "---")) else _diff_part(out)
+
+
+@router.post("/sessions/{session_id}/review")
+async def review(session_id: str, body: ReviewBody, who: Caller, host: Host) -> ReviewResult:
+    """Apply the change to the session's checkout, discard it, or reject it with feedback
+    (a follow-up the session runs with)."""
+    hosted = host.session(who, session_id)
+    if hosted.status != "idle":
+        raise Refusal(409, f"session {session_id} is {hosted.status}; review it when it stops")
+    if body.action == "reject":
+        if not body.feedback.strip():
+            raise Refusal(400, "say what to change (feedback)")
+        host.pool.submit(hosted, f"The reviewer asked for changes: {body.feedback}")
+        return ReviewResult(action="reject", ok=True, output="sent back to the session")
+    code, out = await _kestrel(host, hosted.checkout, body.action, session_id)
+    return ReviewResult(action=body.action, ok=code == 0, output=out.strip())
+
+
+def _diff_part(output: str) -> str:
+    """The diff of `kestrel diff`'s output, without its summary lines."""
+    at = output.find("\ndiff ")
+    return output[at + 1 :] if at >= 0 else ""
+
+
+async def _kestrel(host: Host, cwd: object, *args: str) -> tuple[int, str]:
+    """Run a `kestrel` command for a session in a process of its own (it may open the
+    session's overlay, which this multi-threaded process cannot)."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_PASSED}
+    home = host.config.data_dir / "home"
+    env.update(HOME=str(home), KESTREL_DATA_DIR=str(host.config.data_dir))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kestrel",
+        *args,
+        cwd=str(cwd),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode(errors="replace")

@@ -1,0 +1,190 @@
+"""Routes for sessions and their events: create, list, show, follow up, and the live stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from kestrel.protocol.codec import record_to_json
+from kestrel.protocol.events import PermissionMode, Record
+from kestrel.server.deps import Caller, Host
+from kestrel.server.hosting import Refusal
+from kestrel.server.intake import archive_source, parse_source
+from kestrel.server.registry import Hosted
+from kestrel.service.decisions import status_of
+
+router = APIRouter()
+HEARTBEAT_S = 15.0
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are refused, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(Strict):
+    """Where the repository comes from: a git URL (and ref), or a folder the server allows."""
+
+    git_url: str | None = None
+    ref: str | None = None
+    path: str | None = None
+
+
+class NewSessionBody(Strict):
+    """A session to start."""
+
+    task: str = Field(min_length=1, max_length=100_000)
+    source: Source
+    model: str | None = None
+    permission_mode: PermissionMode | None = None
+    plan_first: bool = False
+
+
+class SessionView(BaseModel):
+    """A session as the API shows it."""
+
+    id: str
+    task: str
+    model: str
+    status: Literal["queued", "running", "idle"]
+    finished: str | None
+    waiting_on: str
+    tokens: int
+    cost_usd: float
+    created_at: float
+
+
+class MessageBody(Strict):
+    """A follow-up message."""
+
+    text: str = Field(min_length=1, max_length=100_000)
+
+
+def view(host: Host, hosted: Hosted) -> SessionView:
+    """The API's view of a hosted session, from the registry and its log."""
+    status = status_of(host.store, hosted.session_id)
+    return SessionView(
+        id=hosted.session_id,
+        task=status.task,
+        model=status.model,
+        status=hosted.status,
+        finished=status.finished.reason if status.finished else None,
+        waiting_on=status.waiting_on,
+        tokens=status.state.totals.tokens,
+        cost_usd=status.state.totals.cost_usd,
+        created_at=hosted.created_at,
+    )
+
+
+@router.post("/sessions", status_code=201)
+def create(body: NewSessionBody, who: Caller, host: Host) -> SessionView:
+    """Start a session on a repository; it is queued and runs when a worker is free."""
+    source = parse_source(body.source.model_dump(exclude_none=True))
+    flags: dict[str, object] = {"model": body.model, "permission_mode": body.permission_mode}
+    flags["plan_first"] = body.plan_first or None
+    hosted = host.create(who, body.task, source, {k: v for k, v in flags.items() if v})
+    return view(host, hosted)
+
+
+@router.post("/sessions/upload", status_code=201)
+async def upload(
+    request: Request,
+    who: Caller,
+    host: Host,
+    task: str = Query(min_length=1, max_length=100_000),
+    kind: Literal["tar", "tar.gz", "bundle"] = Query(),
+    model: str | None = Query(default=None),
+) -> SessionView:
+    """Start a session on an uploaded repository: a tarball or a git bundle as the body."""
+    data = await request.body()
+    hosted = host.create(who, task, archive_source(data, kind), {"model": model} if model else {})
+    return view(host, hosted)
+
+
+@router.get("/sessions")
+def list_sessions(who: Caller, host: Host) -> list[SessionView]:
+    """The tenant's sessions, newest first."""
+    return [view(host, hosted) for hosted in host.registry.of_tenant(who.tenant_id)]
+
+
+@router.get("/sessions/{session_id}")
+def show(session_id: str, who: Caller, host: Host) -> SessionView:
+    """One session."""
+    return view(host, host.session(who, session_id))
+
+
+@router.post("/sessions/{session_id}/messages", status_code=202)
+def follow_up(session_id: str, body: MessageBody, who: Caller, host: Host) -> SessionView:
+    """Send a follow-up: the session runs again with it (409 while it runs or waits to)."""
+    hosted = host.session(who, session_id)
+    if hosted.status != "idle":
+        raise Refusal(409, f"session {session_id} is {hosted.status}; send it when it stops")
+    host.pool.submit(hosted, body.text)
+    return view(host, host.session(who, session_id))
+
+
+@router.get("/sessions/{session_id}/events")
+def events(
+    session_id: str,
+    who: Caller,
+    host: Host,
+    after: int = Query(default=0, ge=0),
+    limit: int = Query(default=1000, ge=1, le=10_000),
+) -> list[dict[str, object]]:
+    """The session's events after `after`, oldest first, in the log's JSON form."""
+    host.session(who, session_id)
+    records = host.store.read(session_id, after)[:limit]
+    return [json.loads(record_to_json(r)) for r in records]
+
+
+@router.get("/sessions/{session_id}/events/stream")
+async def stream(
+    session_id: str,
+    who: Caller,
+    host: Host,
+    after: int = Query(default=0, ge=0),
+    last_event_id: str | None = Header(default=None),
+) -> StreamingResponse:
+    """Server-Sent Events: every event after `after` (or the `Last-Event-ID` a reconnecting
+    client sends), then new ones as they are logged; read from the durable log, so a slow
+    client only falls behind and never makes the server hold more."""
+    host.session(who, session_id)
+    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+    return StreamingResponse(
+        _sse(host, session_id, start),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _sse(host: Host, session_id: str, after: int) -> AsyncIterator[str]:
+    # A small buffer between the log and the client: when the client is slow the pump waits,
+    # and the rest of the events stay in the log until it catches up.
+    buffer: asyncio.Queue[Record] = asyncio.Queue(maxsize=64)
+
+    async def pump() -> None:
+        async for record in host.store.subscribe(session_id, after):
+            await buffer.put(record)
+
+    pumping = asyncio.create_task(pump())
+    try:
+        while True:
+            try:
+                record = await asyncio.wait_for(buffer.get(), HEARTBEAT_S)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            kind = record.event.type
+            yield f"id: {record.seq}\nevent: {kind}\ndata: {record_to_json(record)}\n\n"
+    finally:
+        pumping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pumping

@@ -1,0 +1,161 @@
+"""The HTTP API against a real `kestrel serve` on loopback, with a real HTTP client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from server_kit import BASH_THEN_DONE, Server, wait_for
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = Server(tmp_path_factory.mktemp("serve"))
+    running.start()
+    yield running
+    running.stop()
+
+
+def _create(client: httpx.Client, server: Server, repo: Path, **extra: object) -> dict:
+    body = {"task": "make a file", "source": {"path": str(repo)}, **extra}
+    answer = client.post("/sessions", json=body)
+    assert answer.status_code == 201, answer.text
+    return dict(answer.json())
+
+
+def test_a_session_asks_is_answered_over_the_api_and_its_change_is_applied(
+    server: Server,
+) -> None:
+    client = server.client(server.token("acme"))
+    repo = server.repo("asks")
+    created = _create(client, server, repo, model=server.script(BASH_THEN_DONE, "asks.json"))
+    sid = created["id"]
+    shown = wait_for(client, sid, lambda v: v["waiting_on"] == "approval")
+    assert shown["status"] == "running"
+    (question,) = client.get(f"/sessions/{sid}/approvals").json()
+    assert question["tool"] == "bash" and "echo hi" in question["arguments"]
+    answered = client.post(f"/sessions/{sid}/approvals/{question['call_id']}", json={"allow": True})
+    assert answered.status_code == 200, answered.text
+    done = wait_for(client, sid, lambda v: v["status"] == "idle")
+    assert done["finished"] == "done" and done["waiting_on"] == "review"
+    diff = client.get(f"/sessions/{sid}/diff")
+    assert diff.status_code == 200 and "+hi" in diff.text
+    applied = client.post(f"/sessions/{sid}/review", json={"action": "apply"})
+    assert applied.json()["ok"], applied.text
+    checkout_files = list((server.data / "checkouts").glob("*/made.txt"))
+    assert [p.read_text() for p in checkout_files] == ["hi\n"]
+    assert not (repo / "made.txt").exists()  # The server works on its own clone.
+
+
+def test_events_stream_over_sse_and_resume_from_the_last_id(server: Server) -> None:
+    client = server.client(server.token("streams"))
+    script = server.script([{"text": "Nothing to do."}], "quiet.json")
+    sid = _create(client, server, server.repo("streams"), model=script)["id"]
+    wait_for(client, sid, lambda v: v["finished"] == "done")
+    everything = client.get(f"/sessions/{sid}/events").json()
+    seqs = [r["seq"] for r in everything]
+    first = _read_sse(client, sid, {}, stop_after=3)
+    assert first == seqs[:3]
+    rest = _read_sse(client, sid, {"Last-Event-ID": str(first[-1])}, stop_after=len(seqs) - 3)
+    assert first + rest == seqs  # Nothing lost, nothing twice.
+
+
+def _read_sse(client: httpx.Client, sid: str, headers: dict[str, str], stop_after: int) -> list:
+    got: list[int] = []
+    with client.stream("GET", f"/sessions/{sid}/events/stream", headers=headers) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        for line in answer.iter_lines():
+            if line.startswith("id: "):
+                got.append(int(line[4:]))
+                if len(got) == stop_after:
+                    break
+    return got
+
+
+def test_another_tenant_sees_nothing_and_bad_tokens_are_refused(server: Server) -> None:
+    owner = server.client(server.token("owner"))
+    script = server.script([{"text": "Nothing to do."}], "own.json")
+    sid = _create(owner, server, server.repo("owned"), model=script)["id"]
+    other = server.client(server.token("intruder"))
+    for method, path, body in (
+        ("GET", f"/sessions/{sid}", None),
+        ("GET", f"/sessions/{sid}/events", None),
+        ("GET", f"/sessions/{sid}/events/stream", None),
+        ("GET", f"/sessions/{sid}/approvals", None),
+        ("POST", f"/sessions/{sid}/approvals/x", {"allow": True}),
+        ("POST", f"/sessions/{sid}/cancel", None),
+        ("POST", f"/sessions/{sid}/messages", {"text": "hi"}),
+        ("POST", f"/sessions/{sid}/plan", {"decision": "approve"}),
+        ("GET", f"/sessions/{sid}/diff", None),
+        ("POST", f"/sessions/{sid}/review", {"action": "apply"}),
+    ):
+        answer = other.request(method, path, json=body)
+        assert answer.status_code == 404, (method, path, answer.text)
+        assert sid not in answer.text or "no session" in answer.text
+    assert sid not in other.get("/sessions").text
+    for headers in ({}, {"Authorization": "Bearer ks_not-a-token"}, {"Authorization": "Basic x"}):
+        bad = httpx.get(f"{server.url}/v1/sessions", headers=headers)
+        assert bad.status_code == 401, bad.text
+
+
+def test_bad_requests_get_clear_4xx_answers(server: Server) -> None:
+    client = server.client(server.token("careless"))
+    cases = [
+        ({"task": "x", "source": {"git_url": "ext::sh -c touch% /tmp/pwned"}}, 400),
+        ({"task": "x", "source": {"path": "/etc"}}, 400),
+        ({"task": "x", "source": {"path": "/"}, "unknown": 1}, 422),
+        ({"task": "", "source": {}}, 422),
+        (
+            {"task": "x", "source": {"path": str(server.repos)}, "model": "scripted:/etc/passwd"},
+            403,
+        ),
+    ]
+    for body, status in cases:
+        answer = client.post("/sessions", json=body)
+        assert answer.status_code == status, (body, answer.text)
+        assert answer.json()["error"]["message"]
+    malformed = client.post(
+        "/sessions", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    assert malformed.status_code == 422
+    huge = client.post("/sessions", content=b"x" * (60 * 1024 * 1024))
+    assert huge.status_code == 413
+
+
+def test_a_tenant_over_its_plan_gets_429_with_retry_after(server: Server) -> None:
+    client = server.client(server.token("frugal", plan="free"))
+    answer = client.post(
+        "/sessions",
+        json={"task": "x", "source": {"path": str(server.repos)}, "model": "openai:gpt-4.1"},
+    )
+    assert answer.status_code == 403  # The free plan does not include this model.
+    assert "model" in answer.json()["error"]["message"]
+
+
+def test_sessions_cut_by_a_killed_server_finish_after_a_restart(tmp_path: Path) -> None:
+    server = Server(tmp_path, workers=10)
+    server.start()
+    token = server.token("restarts", plan="team")
+    client = server.client(token)
+    script = server.script(BASH_THEN_DONE, "restart.json")
+    ids = [_create(client, server, server.repo(f"r{i}"), model=script)["id"] for i in range(10)]
+    for sid in ids:  # All ten run, each waiting for an answer.
+        wait_for(client, sid, lambda v: v["waiting_on"] == "approval")
+    assert server.proc is not None
+    server.proc.kill()
+    server.proc.communicate(timeout=60)
+
+    server.start()
+    client = server.client(token)
+    for sid in ids:
+        shown = wait_for(client, sid, lambda v: v["waiting_on"] == "approval")
+        assert shown["status"] == "running", shown
+        (question,) = client.get(f"/sessions/{sid}/approvals").json()
+        client.post(f"/sessions/{sid}/approvals/{question['call_id']}", json={"allow": True})
+    for sid in ids:
+        done = wait_for(client, sid, lambda v: v["status"] == "idle")
+        assert done["finished"] == "done", done
+        assert "+hi" in client.get(f"/sessions/{sid}/diff").text  # As an uncut run's diff.
+    server.stop()
