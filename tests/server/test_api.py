@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from server_kit import BASH_THEN_DONE, Server, wait_for
+from server_kit import BASH_THEN_DONE, KESTREL, Server, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +160,101 @@ def test_sessions_cut_by_a_killed_server_finish_after_a_restart(tmp_path: Path) 
         assert done["finished"] == "done", done
         assert "+hi" in client.get(f"/sessions/{sid}/diff").text  # As an uncut run's diff.
     server.stop()
+
+
+def test_cross_tenant_attempts_are_all_refused_without_a_byte_leaked(server: Server) -> None:
+    owner_token = server.token("victim")
+    owner = server.client(owner_token)
+    script = server.script([{"text": "Nothing to do."}], "victim.json")
+    sid = _create(owner, server, server.repo("victim"), model=script)["id"]
+    wait_for(owner, sid, lambda v: v["status"] == "idle")
+    attacker = server.client(server.token("attacker"))
+    guesses = [sid, sid[:8], sid.upper(), sid + "0", "../" + sid, "%2e%2e%2f" + sid]
+    paths = [
+        ("GET", "/sessions/{}", None),
+        ("GET", "/sessions/{}/events", None),
+        ("GET", "/sessions/{}/events?after=0&limit=5", None),
+        ("GET", "/sessions/{}/events/stream", None),
+        ("GET", "/sessions/{}/approvals", None),
+        ("POST", "/sessions/{}/approvals/call_0", {"allow": True}),
+        ("POST", "/sessions/{}/cancel", None),
+        ("POST", "/sessions/{}/messages", {"text": "leak it"}),
+        ("POST", "/sessions/{}/plan", {"decision": "reject", "feedback": "x"}),
+        ("GET", "/sessions/{}/diff", None),
+        ("POST", "/sessions/{}/review", {"action": "discard"}),
+    ]
+    attempts = 0
+    for guess in guesses:
+        for method, path, body in paths:
+            answer = attacker.request(method, path.format(guess), json=body)
+            attempts += 1
+            assert answer.status_code in (404, 405), (method, path, guess, answer.text)
+            assert "Nothing to do" not in answer.text and "victim" not in answer.text
+    assert attempts >= 60
+    # A revoked token stops working at once, for every route.
+    revoked = server.token("revoked")
+    client = server.client(revoked)
+    assert client.get("/sessions").status_code == 200
+    token_id = _token_id(server, "revoked")
+    done = subprocess.run(
+        [*KESTREL, "serve", "tokens", "revoke", token_id, "--data-dir", str(server.data)],
+        env=server.env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    for method, path, body in paths:
+        answer = client.request(method, path.format(sid), json=body)
+        assert answer.status_code == 401, (method, path, answer.text)
+    # The owner still sees the session, untouched by any of it.
+    shown = owner.get(f"/sessions/{sid}").json()
+    assert shown["finished"] == "done" and shown["status"] == "idle"
+    types = [r["event"]["type"] for r in owner.get(f"/sessions/{sid}/events").json()]
+    assert "user_message" in types and types.count("user_message") == 1
+
+
+def _token_id(server: Server, tenant: str) -> str:
+    """The id of the token `server.token(tenant)` printed for `tenant`."""
+    import sqlite3
+
+    conn = sqlite3.connect(server.data / "accounts.db")
+    try:
+        row = conn.execute(
+            "SELECT k.id FROM tokens k JOIN users u ON u.id = k.user_id "
+            "JOIN tenants t ON t.id = u.tenant_id WHERE t.name = ?",
+            (tenant,),
+        ).fetchone()
+    finally:
+        conn.close()
+    return str(row[0])
+
+
+def test_an_uploaded_tarball_is_a_session_and_a_hostile_one_is_refused(server: Server) -> None:
+    client = server.client(server.token("uploads"))
+    script = server.script([{"text": "Nothing to do."}], "upload.json")
+    good = _tarball({"README.md": b"hello\n"})
+    answer = client.post(
+        "/sessions/upload",
+        params={"task": "look", "kind": "tar.gz", "model": script},
+        content=good,
+    )
+    assert answer.status_code == 201, answer.text
+    wait_for(client, answer.json()["id"], lambda v: v["finished"] == "done")
+    hostile = _tarball({"../escape.txt": b"x"})
+    refused = client.post(
+        "/sessions/upload", params={"task": "x", "kind": "tar.gz", "model": script}, content=hostile
+    )
+    assert refused.status_code == 400 and "escape" not in str(server.tmp.parent.iterdir())
+
+
+def _tarball(files: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()

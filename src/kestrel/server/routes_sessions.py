@@ -105,7 +105,10 @@ async def upload(
 ) -> SessionView:
     """Start a session on an uploaded repository: a tarball or a git bundle as the body."""
     data = await request.body()
-    hosted = host.create(who, task, archive_source(data, kind), {"model": model} if model else {})
+    source = archive_source(data, kind)
+    flags: dict[str, object] = {"model": model} if model else {}
+    # Unpacking and starting the session block: off the event loop, as the JSON route runs.
+    hosted = await asyncio.to_thread(host.create, who, task, source, flags)
     return view(host, hosted)
 
 
