@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 
 from kestrel.server.accounts import Principal
 from kestrel.server.hosting import Hosting, Refusal
 
 _bearer = HTTPBearer(auto_error=False)
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, for a program (`code`) and for a person (`message`)."""
+
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer's body."""
+
+    error: ErrorDetail
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": what}
+    for status, what in (
+        (400, "Bad input: a repository source, a plan or a review that cannot be used."),
+        (401, "No API token, or one that is unknown or revoked."),
+        (403, "The tenant's plan does not allow it (a model, say)."),
+        (404, "No such session for this tenant."),
+        (409, "The session's state does not allow it now (it runs, say)."),
+        (413, "The request body is too large."),
+        (422, "The request does not match the schema."),
+        (429, "A limit of the tenant's plan is reached; see Retry-After."),
+    )
+}
+"""The error answers every route may give, for the OpenAPI schema."""
 
 
 def hosting_of(request: Request) -> Hosting:

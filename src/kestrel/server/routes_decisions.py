@@ -5,22 +5,22 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from kestrel.agent.planning import Approve, Reject
 from kestrel.protocol.events import ApprovalScope, PermissionMode
-from kestrel.server.deps import Caller, Host
+from kestrel.server.deps import ERRORS, Caller, Host
 from kestrel.server.hosting import Refusal
 from kestrel.server.routes_sessions import SessionView, Strict, view
 from kestrel.server.workers import ENV_PASSED
 from kestrel.service.approvals import answer_approval, pending_approvals
 from kestrel.service.decisions import NotRunning, decide_plan, request_cancel
 
-router = APIRouter()
+router = APIRouter(responses=ERRORS)
 
 
 class ApprovalView(BaseModel):
@@ -131,14 +131,20 @@ def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionVie
     return view(host, host.session(who, session_id))
 
 
-@router.get("/sessions/{session_id}/diff", response_class=PlainTextResponse)
-async def diff(session_id: str, who: Caller, host: Host) -> str:
+_DIFF: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/x-diff": {"schema": {"type": "string"}}}}
+}
+
+
+@router.get("/sessions/{session_id}/diff", response_class=Response, responses=_DIFF)
+async def diff(session_id: str, who: Caller, host: Host) -> Response:
     """The change the session left waiting for review, as a unified diff (empty: none)."""
     hosted = host.session(who, session_id)
     code, out = await _kestrel(host, hosted.checkout, "diff", session_id)
     if code != 0:
         raise Refusal(409, out.strip() or "the change cannot be shown")
-    return out if out.startswith(("diff ", "---")) else _diff_part(out)
+    text = out if out.startswith(("diff ", "---")) else _diff_part(out)
+    return Response(text, media_type="text/x-diff")
 
 
 @router.post("/sessions/{session_id}/review")

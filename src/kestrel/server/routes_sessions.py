@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kestrel.protocol.codec import record_to_json
 from kestrel.protocol.events import PermissionMode, Record
-from kestrel.server.deps import Caller, Host
+from kestrel.server.deps import ERRORS, Caller, Host
 from kestrel.server.hosting import Refusal
 from kestrel.server.intake import archive_source, parse_source
 from kestrel.server.registry import Hosted
 from kestrel.service.decisions import status_of
 
-router = APIRouter()
+router = APIRouter(responses=ERRORS)
 HEARTBEAT_S = 15.0
 
 
