@@ -6,7 +6,8 @@ a scripted model that reads a file, greps and answers (no approval needed). One 
 Events client per session follows its events from creation to `session_finished`.
 
 Prints: action-to-client latency (an event appended to the log -> received by the SSE client,
-from the record's own timestamp; same machine, same clock) p50 / p99 / max over every event;
+from the record's own timestamp; same machine, same clock) p50 / p99 / max over every event
+logged while the client was connected (what came before is history, sent at once);
 sessions finished per minute; the server process's peak RSS (sampled every 50 ms; the sessions'
 own processes are not counted).
 
@@ -58,11 +59,14 @@ def _rss_kb(pid: int) -> int:
 
 async def _follow(client: httpx.AsyncClient, sid: str, latencies: list[float]) -> None:
     async with client.stream("GET", f"/sessions/{sid}/events/stream") as answer:
+        connected = time.time()
         async for line in answer.aiter_lines():
             if not line.startswith("data: "):
                 continue
             record = json.loads(line[6:])
-            latencies.append(time.time() - float(record["at"]))
+            at = float(record["at"])
+            if at >= connected:  # Logged before the stream began: history, not live.
+                latencies.append(time.time() - at)
             if record["event"]["type"] == "session_finished":
                 return
 

@@ -23,9 +23,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         hosting = Hosting.open(config)
         api.state.hosting = hosting
         hosting.pool.start()
+        hosting.fanout.start()
         try:
             yield
         finally:
+            await hosting.fanout.stop()
             await hosting.pool.stop()
             hosting.close()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from kestrel.agent.state import replay
 from kestrel.protocol.errors import ConfigError
 from kestrel.server.accounts import AccountStore, Principal
+from kestrel.server.fanout import Fanout
 from kestrel.server.intake import RepositorySource, materialize
 from kestrel.server.plans import DEFAULT_PLANS, Admitted, Plan, Refused, TenantUsage, admit
 from kestrel.server.registry import Hosted, Registry
@@ -56,6 +57,7 @@ class Hosting:
     registry: Registry
     accounts: AccountStore
     pool: Pool
+    fanout: Fanout
 
     @classmethod
     def open(cls, config: ServerConfig) -> Hosting:
@@ -71,7 +73,7 @@ class Hosting:
             return _plan(config, accounts.tenant(tenant).plan).max_concurrent_sessions
 
         pool = Pool(registry, config.data_dir, config.workers, max_running)
-        return cls(config, store, registry, accounts, pool)
+        return cls(config, store, registry, accounts, pool, Fanout(store))
 
     def close(self) -> None:
         """Close the stores."""

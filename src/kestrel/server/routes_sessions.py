@@ -174,7 +174,7 @@ async def _sse(host: Host, session_id: str, after: int) -> AsyncIterator[str]:
     buffer: asyncio.Queue[Record] = asyncio.Queue(maxsize=64)
 
     async def pump() -> None:
-        async for record in host.store.subscribe(session_id, after):
+        async for record in host.fanout.follow(session_id, after):
             await buffer.put(record)
 
     pumping = asyncio.create_task(pump())
