@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,3 +259,26 @@ def _tarball(files: dict[str, bytes]) -> bytes:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return out.getvalue()
+
+
+def test_events_over_a_websocket_and_no_socket_for_another_tenant(server: Server) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    token = server.token("sockets")
+    client = server.client(token)
+    script = server.script([{"text": "Nothing to do."}], "ws.json")
+    sid = _create(client, server, server.repo("sockets"), model=script)["id"]
+    wait_for(client, sid, lambda v: v["finished"] == "done")
+    expected = [r["seq"] for r in client.get(f"/sessions/{sid}/events").json()]
+    url = server.url.replace("http://", "ws://") + f"/v1/sessions/{sid}/events/ws?after=1"
+    got: list[int] = []
+    with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as socket:
+        while len(got) < len(expected) - 1:
+            got.append(json.loads(socket.recv(timeout=30))["seq"])
+    assert got == expected[1:]
+    other = server.token("socket-thief")
+    for headers in ({"Authorization": f"Bearer {other}"}, {}):
+        with pytest.raises(InvalidStatus) as refused:  # Refused before the socket opens.
+            connect(url, additional_headers=headers)
+        assert refused.value.response.status_code == 403

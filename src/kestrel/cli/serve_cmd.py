@@ -78,7 +78,12 @@ def serve(
     bound = listener.getsockname()[1]
     print(f"kestrel serve: listening on http://{host}:{bound}", flush=True)
     server = uvicorn.Server(
-        uvicorn.Config(create_app(config), log_level="warning", access_log=False)
+        uvicorn.Config(
+            create_app(config),
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=10,  # Open streams are closed, not waited for.
+        )
     )
     server.run(sockets=[listener])
 

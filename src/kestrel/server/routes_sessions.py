@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -191,3 +191,38 @@ async def _sse(host: Host, session_id: str, after: int) -> AsyncIterator[str]:
         pumping.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await pumping
+
+
+@router.websocket("/sessions/{session_id}/events/ws")
+async def events_ws(websocket: WebSocket, session_id: str, after: int = 0) -> None:
+    """The same events over a WebSocket: one JSON record per message, from `after` on. The
+    token comes in the `Authorization` header; without a valid one, or for another tenant's
+    session, the socket is refused before it opens (HTTP 403) and nothing is sent."""
+    host = websocket.app.state.hosting
+    token = websocket.headers.get("authorization", "")
+    who = host.accounts.authenticate(token[7:]) if token.lower().startswith("bearer ") else None
+    if who is None:
+        await websocket.close(code=4401, reason="an API token is required")
+        return
+    if host.registry.get(who.tenant_id, session_id) is None:
+        await websocket.close(code=4404, reason=f"no session {session_id}")
+        return
+    await websocket.accept()
+
+    async def send() -> None:
+        async for record in host.fanout.follow(session_id, max(after, 0)):
+            await websocket.send_text(record_to_json(record))
+
+    async def until_closed() -> None:
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass  # Clients have nothing to say here; only a close matters.
+
+    tasks = {asyncio.create_task(send()), asyncio.create_task(until_closed())}
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+                await task
