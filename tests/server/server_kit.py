@@ -25,9 +25,11 @@ BASH_THEN_DONE = [
 class Server:
     """A server process, its data folder, and what tests need to talk to it."""
 
-    def __init__(self, tmp: Path, workers: int = 2) -> None:
+    def __init__(self, tmp: Path, workers: int = 2, plans: str = "") -> None:
         self.tmp = tmp
         self.workers = workers
+        self.plans = tmp / "plans.toml"
+        self.plans.write_text(plans)
         self.data = tmp / "data"
         self.scripts = tmp / "scripts"
         self.repos = tmp / "repos"
@@ -47,7 +49,7 @@ class Server:
     def start(self) -> None:
         """Start `kestrel serve` and wait until it listens."""
         argv = [*KESTREL, "serve", "--port", "0", "--data-dir", str(self.data)]
-        argv += ["--workers", str(self.workers)]
+        argv += ["--workers", str(self.workers), "--plans", str(self.plans)]
         argv += ["--allowed-root", str(self.repos), "--allow-scripted-models", str(self.scripts)]
         self.proc = subprocess.Popen(
             argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -282,3 +282,59 @@ def test_events_over_a_websocket_and_no_socket_for_another_tenant(server: Server
         with pytest.raises(InvalidStatus) as refused:  # Refused before the socket opens.
             connect(url, additional_headers=headers)
         assert refused.value.response.status_code == 403
+
+
+PLANS = """
+[tiny]
+tier = 0
+max_concurrent_sessions = 1
+max_queued_sessions = 1
+allowed_models = ["scripted:*"]
+max_wall_s = 600
+
+[bulk]
+tier = 0
+max_concurrent_sessions = 4
+max_queued_sessions = 40
+allowed_models = ["scripted:*"]
+max_wall_s = 600
+
+[paid]
+tier = 1
+max_concurrent_sessions = 4
+max_queued_sessions = 40
+allowed_models = ["scripted:*"]
+max_wall_s = 600
+"""
+
+
+def test_limits_of_the_plan_and_paid_work_first(tmp_path: Path) -> None:
+    server = Server(tmp_path, workers=1, plans=PLANS)
+    server.start()
+    try:
+        script = server.script(BASH_THEN_DONE, "limits.json")
+        tiny = server.client(server.token("tiny-co", plan="tiny"))
+        first = _create(tiny, server, server.repo("t1"), model=script)["id"]
+        wait_for(tiny, first, lambda v: v["waiting_on"] == "approval")  # Runs, holds the worker.
+        queued = _create(tiny, server, server.repo("t2"), model=script)
+        assert queued["status"] == "queued"
+        over = tiny.post(
+            "/sessions",
+            json={"task": "x", "source": {"path": str(server.repo("t3"))}, "model": script},
+        )
+        assert over.status_code == 429, over.text
+        assert int(over.headers["Retry-After"]) >= 1
+        assert "queued" in over.json()["error"]["message"]
+
+        bulk = server.client(server.token("bulk-co", plan="bulk"))
+        free_ids = [
+            _create(bulk, server, server.repo(f"b{i}"), model=script)["id"] for i in range(20)
+        ]
+        paid = server.client(server.token("paid-co", plan="paid"))
+        paid_id = _create(paid, server, server.repo("p"), model=script)["id"]
+        tiny.post(f"/sessions/{first}/cancel")  # The worker is free: who goes next?
+        wait_for(paid, paid_id, lambda v: v["waiting_on"] == "approval")
+        shown = [bulk.get(f"/sessions/{sid}").json()["status"] for sid in free_ids]
+        assert shown.count("queued") >= 19, shown  # Twenty free ones were ahead of it.
+    finally:
+        server.stop()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kestrel.cli.exit_codes import EXIT_USAGE, report_error
 from kestrel.protocol.errors import KestrelError
+
+if TYPE_CHECKING:
+    from kestrel.server.plans import Plan
 
 serve_app = typer.Typer(
     add_completion=False,
@@ -50,6 +53,15 @@ def serve(
         list[Path] | None,
         typer.Option("--allowed-root", help="A folder sessions may be created from by path."),
     ] = None,
+    plans_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plans",
+            help="A TOML file of plans ([name] tables: tier, max_concurrent_sessions, ...), "
+            "added to (or replacing) free, pro and team.",
+            dir_okay=False,
+        ),
+    ] = None,
     allow_scripted_models: Annotated[
         Path | None,
         typer.Option(
@@ -68,7 +80,13 @@ def serve(
     from kestrel.server.app import create_app
     from kestrel.server.hosting import ServerConfig
 
+    try:
+        plans = _plans(plans_file)
+    except KestrelError as exc:
+        report_error(exc)
+        raise typer.Exit(EXIT_USAGE) from exc
     config = ServerConfig(
+        plans=plans,
         data_dir=_data_dir(data_dir),
         workers=workers,
         allowed_roots=tuple(p.resolve() for p in allowed_root or ()),
@@ -86,6 +104,24 @@ def serve(
         )
     )
     server.run(sockets=[listener])
+
+
+def _plans(path: Path | None) -> dict[str, Plan]:
+    """The built-in plans, with those of the file (if any) added or replacing them."""
+    import tomllib
+
+    from kestrel.protocol.errors import ConfigError
+    from kestrel.server.plans import DEFAULT_PLANS, plans_from_mapping
+
+    plans = dict(DEFAULT_PLANS)
+    if path is None:
+        return plans
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the plans: {exc}") from None
+    plans.update(plans_from_mapping(data, origin=str(path)))
+    return plans
 
 
 @tokens_app.command("create")
