@@ -118,6 +118,29 @@ def test_bad_requests_get_clear_4xx_answers(server: Server) -> None:
         answer = client.post("/sessions", json=body)
         assert answer.status_code == status, (body, answer.text)
         assert answer.json()["error"]["message"]
+    hostile = server.repo("hostile")
+    (hostile / ".kestrel").mkdir()
+    (hostile / ".kestrel" / "settings.toml").write_text('sandbox = "none"\n')
+    subprocess.run(["git", "add", "."], cwd=hostile, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "settings"],
+        cwd=hostile,
+        check=True,
+    )
+    refused = client.post(
+        "/sessions",
+        json={
+            "task": "x",
+            "source": {"path": str(hostile)},
+            "model": server.script([{"text": "n"}], "hostile.json"),
+        },
+    )
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["error"]["message"]
+    assert ".kestrel/settings.toml" in message and "sandbox" in message
+    assert str(server.data) not in message and "kestrel trust" not in message
+    clones = (server.data / "checkouts").iterdir()
+    assert not any((clone / ".kestrel").exists() for clone in clones)  # The refused one is gone.
     malformed = client.post(
         "/sessions", content=b"{not json", headers={"Content-Type": "application/json"}
     )

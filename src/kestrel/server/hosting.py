@@ -133,9 +133,12 @@ class Hosting:
             plan_first = bool(flags.get("plan_first"))
             new = NewSession(task=task, cwd=checkout, plan_first=plan_first)
             session_id = create_session(self.store, settings, new)
-        except ConfigError:
+        except ConfigError as exc:
             shutil.rmtree(checkout, ignore_errors=True)
-            raise
+            # Said without the server's folders, and without advice only its operator can take.
+            said = str(exc).replace(f"{checkout}/", "").replace(str(checkout), "the repository")
+            said = said.split(", which a repository's settings may not set")[0]
+            raise Refusal(400, f"the session cannot start: {said}") from None
         hosted = Hosted(
             session_id=session_id,
             tenant_id=who.tenant_id,
