@@ -88,6 +88,7 @@ def main() -> None:
 def _run() -> None:
     from kestrel.cli.interrupts import watch_terminate
 
+    _die_with_parent(os.environ.pop(DIE_WITH_PARENT, ""))  # Not passed on to its children.
     watch_terminate()
     if wants_overlay(sys.argv[1:], os.environ):
         from kestrel.workspace.overlay import prepare_namespace
@@ -96,6 +97,24 @@ def _run() -> None:
     from kestrel.cli.main import main as run
 
     run()
+
+
+DIE_WITH_PARENT = "KESTREL_DIE_WITH_PARENT"
+"""Set to its process id by a parent (a server's worker) that wants this process killed when
+it dies, even by SIGKILL; asked for here rather than between fork and exec, where a parent with
+threads could deadlock."""
+
+
+def _die_with_parent(parent: str) -> None:
+    if not parent.isdigit():
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(parent):
+        os._exit(137)  # The parent died before the request took hold.
 
 
 def _stopped(interrupt: KeyboardInterrupt | None) -> NoReturn:

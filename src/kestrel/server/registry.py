@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS hosted (
     status TEXT NOT NULL,
     next_message TEXT,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    sent_after INTEGER
 );
 CREATE INDEX IF NOT EXISTS hosted_by_tenant ON hosted (tenant_id, created_at);
 """
@@ -47,6 +48,8 @@ class Hosted:
     status: Status
     next_message: str | None
     created_at: float
+    sent_after: int | None = None
+    """The last event logged before the run that sends `next_message` began (None: not begun)."""
 
 
 class Registry:
@@ -58,6 +61,9 @@ class Registry:
         with self._locked() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)
+            known = {str(row[1]) for row in conn.execute("PRAGMA table_info(hosted)")}
+            if "sent_after" not in known:  # A table made before the column existed.
+                conn.execute("ALTER TABLE hosted ADD COLUMN sent_after INTEGER")
 
     def close(self) -> None:
         """Close the database."""
@@ -68,7 +74,7 @@ class Registry:
         """Record a new session."""
         with self._locked() as conn:
             conn.execute(
-                "INSERT INTO hosted VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _INSERT,
                 (
                     hosted.session_id,
                     hosted.tenant_id,
@@ -78,6 +84,7 @@ class Registry:
                     hosted.status,
                     hosted.next_message,
                     hosted.created_at,
+                    hosted.sent_after,
                     time.time(),
                 ),
             )
@@ -86,7 +93,7 @@ class Registry:
         """The tenant's session, or None (also for another tenant's)."""
         with self._locked() as conn:
             row = conn.execute(
-                "SELECT * FROM hosted WHERE tenant_id = ? AND session_id = ?",
+                _SELECT_ONE,
                 (tenant_id, session_id),
             ).fetchone()
         return _hosted(row) if row else None
@@ -95,16 +102,15 @@ class Registry:
         """The tenant's sessions, newest first."""
         with self._locked() as conn:
             rows = conn.execute(
-                "SELECT * FROM hosted WHERE tenant_id = ? ORDER BY created_at DESC", (tenant_id,)
+                _SELECT_TENANT,
+                (tenant_id,),
             ).fetchall()
         return [_hosted(row) for row in rows]
 
     def unfinished(self) -> list[Hosted]:
         """Sessions queued or running when the server stopped, oldest first."""
         with self._locked() as conn:
-            rows = conn.execute(
-                "SELECT * FROM hosted WHERE status IN ('queued', 'running') ORDER BY created_at"
-            ).fetchall()
+            rows = conn.execute(_SELECT_UNFINISHED).fetchall()
         return [_hosted(row) for row in rows]
 
     def counts(self, tenant_id: str) -> tuple[int, int]:
@@ -118,15 +124,38 @@ class Registry:
         return found.get("running", 0), found.get("queued", 0)
 
     def set_status(
-        self, session_id: str, status: Status, *, next_message: str | None = None
+        self,
+        session_id: str,
+        status: Status,
+        *,
+        next_message: str | None = None,
+        sent_after: int | None = None,
     ) -> None:
         """Move a session to `status`, with the message its next run sends (if any)."""
+        self.claim(session_id, None, status, next_message=next_message, sent_after=sent_after)
+
+    def claim(
+        self,
+        session_id: str,
+        expect: Status | None,
+        status: Status,
+        *,
+        next_message: str | None = None,
+        sent_after: int | None = None,
+    ) -> bool:
+        """Move a session from `expect` (None: from any status) to `status`, at once for all
+        threads and processes: False, and nothing changed, when it was not in `expect`. Two
+        requests that both find a session idle cannot both queue it."""
+        query = (
+            "UPDATE hosted SET status = ?, next_message = ?, sent_after = ?, updated_at = ? "
+            "WHERE session_id = ?"
+        )
+        args: tuple[object, ...] = (status, next_message, sent_after, time.time(), session_id)
+        if expect is not None:
+            query += " AND status = ?"
+            args += (expect,)
         with self._locked() as conn:
-            conn.execute(
-                "UPDATE hosted SET status = ?, next_message = ?, updated_at = ? "
-                "WHERE session_id = ?",
-                (status, next_message, time.time(), session_id),
-            )
+            return conn.execute(query, args).rowcount == 1
 
     @contextmanager
     def _locked(self) -> Iterator[sqlite3.Connection]:
@@ -134,8 +163,21 @@ class Registry:
             yield self._conn
 
 
+_INSERT = (
+    "INSERT INTO hosted (session_id, tenant_id, user_id, tier, checkout, status, next_message, "
+    "created_at, sent_after, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SELECT = (
+    "SELECT session_id, tenant_id, user_id, tier, checkout, status, next_message, created_at, "
+    "sent_after FROM hosted "
+)
+_SELECT_ONE = _SELECT + "WHERE tenant_id = ? AND session_id = ?"
+_SELECT_TENANT = _SELECT + "WHERE tenant_id = ? ORDER BY created_at DESC"
+_SELECT_UNFINISHED = _SELECT + "WHERE status IN ('queued', 'running') ORDER BY created_at"
+
+
 def _hosted(row: tuple[object, ...]) -> Hosted:
-    sid, tenant, user, tier, checkout, status, message, created, _ = row
+    sid, tenant, user, tier, checkout, status, message, created, sent_after = row
     return Hosted(
         session_id=str(sid),
         tenant_id=str(tenant),
@@ -145,4 +187,5 @@ def _hosted(row: tuple[object, ...]) -> Hosted:
         status=str(status),  # type: ignore[arg-type]
         next_message=None if message is None else str(message),
         created_at=float(str(created)),
+        sent_after=None if sent_after is None else int(str(sent_after)),
     )

@@ -99,25 +99,23 @@ def answer(session_id: str, call_id: str, body: AnswerBody, who: Caller, host: H
 
 
 @router.post("/sessions/{session_id}/cancel", status_code=202)
-def cancel(session_id: str, who: Caller, host: Host) -> SessionView:
+async def cancel(session_id: str, who: Caller, host: Host) -> SessionView:
     """Stop the session: taken out of the queue, or asked to stop where it runs."""
-    hosted = host.session(who, session_id)
-    if not host.pool.withdraw(session_id):
+    hosted = await asyncio.to_thread(host.session, who, session_id)
+    if await host.pool.withdraw(session_id):
+        host.registry.claim(session_id, "queued", "idle")
+    else:
         try:
-            request_cancel(host.store, session_id, by=f"api:{who.user_id}")
+            await asyncio.to_thread(request_cancel, host.store, session_id, by=f"api:{who.user_id}")
         except NotRunning as exc:
             raise Refusal(409, str(exc)) from None
-    else:
-        host.registry.set_status(session_id, "idle")
-    return view(host, hosted)
+    return await asyncio.to_thread(view, host, hosted)
 
 
 @router.post("/sessions/{session_id}/plan", status_code=202)
 def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionView:
     """Approve or reject the plan the session waits on; it runs again with the decision."""
     hosted = host.session(who, session_id)
-    if hosted.status != "idle":
-        raise Refusal(409, f"session {session_id} is {hosted.status}; decide when it stops")
     decision: Approve | Reject
     if body.decision == "reject":
         if not body.feedback.strip():
@@ -126,7 +124,15 @@ def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionVie
     else:
         mode = body.permission_mode if body.permission_mode not in (None, "plan") else "default"
         decision = Approve(mode=mode or "default")
-    message = decide_plan(host.store, session_id, decision)
+    # Held (queued, not yet handed to a worker) while the decision is logged: a second decision
+    # or a follow-up sent meanwhile gets 409 instead of running the session twice.
+    if not host.registry.claim(session_id, "idle", "queued"):
+        raise Refusal(409, f"session {session_id} is {hosted.status}; decide when it stops")
+    try:
+        message = decide_plan(host.store, session_id, decision)
+    except BaseException:
+        host.registry.claim(session_id, "queued", "idle")
+        raise
     host.pool.submit(hosted, message)
     return view(host, host.session(who, session_id))
 
@@ -151,15 +157,22 @@ async def diff(session_id: str, who: Caller, host: Host) -> Response:
 async def review(session_id: str, body: ReviewBody, who: Caller, host: Host) -> ReviewResult:
     """Apply the change to the session's checkout, discard it, or reject it with feedback
     (a follow-up the session runs with)."""
-    hosted = host.session(who, session_id)
-    if hosted.status != "idle":
-        raise Refusal(409, f"session {session_id} is {hosted.status}; review it when it stops")
+    hosted = await asyncio.to_thread(host.session, who, session_id)
+    busy = Refusal(409, f"session {session_id} is {hosted.status}; review it when it stops")
     if body.action == "reject":
         if not body.feedback.strip():
             raise Refusal(400, "say what to change (feedback)")
-        host.pool.submit(hosted, f"The reviewer asked for changes: {body.feedback}")
+        said = f"The reviewer asked for changes: {body.feedback}"
+        if not await asyncio.to_thread(host.pool.submit, hosted, said, only_if="idle"):
+            raise busy
         return ReviewResult(action="reject", ok=True, output="sent back to the session")
-    code, out = await _kestrel(host, hosted.checkout, body.action, session_id)
+    # Marked running while the change is applied or discarded, so nothing runs it meanwhile.
+    if not await asyncio.to_thread(host.registry.claim, session_id, "idle", "running"):
+        raise busy
+    try:
+        code, out = await _kestrel(host, hosted.checkout, body.action, session_id)
+    finally:
+        await asyncio.to_thread(host.registry.claim, session_id, "running", "idle")
     return ReviewResult(action=body.action, ok=code == 0, output=out.strip())
 
 

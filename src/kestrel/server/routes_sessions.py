@@ -128,9 +128,8 @@ def show(session_id: str, who: Caller, host: Host) -> SessionView:
 def follow_up(session_id: str, body: MessageBody, who: Caller, host: Host) -> SessionView:
     """Send a follow-up: the session runs again with it (409 while it runs or waits to)."""
     hosted = host.session(who, session_id)
-    if hosted.status != "idle":
+    if not host.pool.submit(hosted, body.text, only_if="idle"):
         raise Refusal(409, f"session {session_id} is {hosted.status}; send it when it stops")
-    host.pool.submit(hosted, body.text)
     return view(host, host.session(who, session_id))
 
 

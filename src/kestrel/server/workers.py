@@ -19,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kestrel.protocol.events import UserMessage
 from kestrel.server.queue import FairQueue
-from kestrel.server.registry import Hosted, Registry
+from kestrel.server.registry import Hosted, Registry, Status
+from kestrel.store.sqlite import SQLiteStore
 
 ENV_PASSED = (
     "PATH",
@@ -43,6 +45,7 @@ class Pool:
     """Runs queued sessions, `size` at a time."""
 
     registry: Registry
+    store: SQLiteStore
     data_dir: Path
     size: int = 2
     max_running: Callable[[str], int | None] | None = None
@@ -52,24 +55,52 @@ class Pool:
     _running: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
     _workers: list[asyncio.Task[None]] = field(default_factory=list)
     _stopping: bool = False
+    _loop: asyncio.AbstractEventLoop | None = None
 
     def __post_init__(self) -> None:
         self.queue = FairQueue(max_running=self.max_running)
 
     def start(self) -> None:
         """Queue again what a stopped server left unfinished, then start the workers."""
+        self._loop = asyncio.get_running_loop()
         for hosted in self.registry.unfinished():
+            # A run cut short is queued again with what it was sent and when (`_message`).
+            self.registry.set_status(
+                hosted.session_id,
+                "queued",
+                next_message=hosted.next_message,
+                sent_after=hosted.sent_after,
+            )
             self._put(hosted)
         self._workers = [asyncio.create_task(self._work()) for _ in range(self.size)]
 
-    def submit(self, hosted: Hosted, message: str | None = None) -> None:
-        """Queue a session's next run, with the message it sends (None: continue as logged)."""
-        self.registry.set_status(hosted.session_id, "queued", next_message=message)
-        self._put(hosted)
+    def submit(
+        self, hosted: Hosted, message: str | None = None, *, only_if: Status | None = None
+    ) -> bool:
+        """Queue a session's next run, with the message it sends (None: continue as logged).
 
-    def withdraw(self, session_id: str) -> bool:
+        With `only_if`, only a session in that status is queued (False otherwise), decided at
+        once for every thread. Safe to call from any thread.
+        """
+        if not self.registry.claim(hosted.session_id, only_if, "queued", next_message=message):
+            return False
+        self._on_loop(self._put, hosted)
+        return True
+
+    async def withdraw(self, session_id: str) -> bool:
         """Take a queued session out of the queue; False when it is not queued."""
         return self.queue.remove(session_id)
+
+    def _on_loop(self, call: Callable[[Hosted], None], hosted: Hosted) -> None:
+        # The queue belongs to the event loop; routes that block run in other threads.
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if self._loop is None or here is self._loop:
+            call(hosted)
+        else:
+            self._loop.call_soon_threadsafe(call, hosted)
 
     def is_running(self, session_id: str) -> bool:
         """Whether a worker runs the session now."""
@@ -92,6 +123,8 @@ class Pool:
                 await task
 
     def _put(self, hosted: Hosted) -> None:
+        if hosted.session_id in self._running or self.queue.position(hosted.session_id) is not None:
+            return  # Queued or running already: it runs once.
         self._tenants[hosted.session_id] = hosted.tenant_id
         self.queue.put(hosted.session_id, tier=hosted.tier, tenant=hosted.tenant_id)
 
@@ -108,10 +141,15 @@ class Pool:
         hosted = self.registry.get(tenant, session_id)
         if hosted is None:
             return
-        self.registry.set_status(session_id, "running", next_message=hosted.next_message)
+        message = self._message(hosted)
+        mark = self.store.last_seqs([session_id]).get(session_id, 0)
+        if not self.registry.claim(
+            session_id, "queued", "running", next_message=message, sent_after=mark
+        ):
+            return  # Cancelled while it waited.
         argv = [sys.executable, "-m", "kestrel", "resume", session_id]
-        if hosted.next_message:
-            argv.append(hosted.next_message)
+        if message:
+            argv.append(message)
         argv += ["-p", "--output-format", "json", "--wait-for-approvals"]
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -121,7 +159,6 @@ class Pool:
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_server,
         )
         self._running[session_id] = proc
         try:
@@ -130,6 +167,16 @@ class Pool:
             del self._running[session_id]
         if not self._stopping:  # A stopped server resumes it on the next start.
             self.registry.set_status(session_id, "idle")
+
+    def _message(self, hosted: Hosted) -> str | None:
+        """The message this run sends: none when a run cut short had already logged it."""
+        message, since = hosted.next_message, hosted.sent_after
+        if message is None or since is None:
+            return message
+        for record in self.store.read(hosted.session_id, since):
+            if isinstance(record.event, UserMessage) and record.event.text == message:
+                return None
+        return message
 
     def _env(self) -> dict[str, str]:
         home = self.data_dir / "home"
@@ -140,18 +187,10 @@ class Pool:
             XDG_CONFIG_HOME=str(home / ".config"),
             KESTREL_DATA_DIR=str(self.data_dir),
             PYTHONUNBUFFERED="1",
+            # Killed when the server dies, even by SIGKILL, so no session runs unseen. Its log
+            # resumes it on the next start exactly as after a crash: a question it waited on is
+            # asked again (an answer given meanwhile counts), a cut command is rolled back.
+            KESTREL_DIE_WITH_PARENT=str(os.getpid()),
         )
         env.update(self.extra_env)
         return env
-
-
-def _die_with_server() -> None:
-    """In the session's process, before it runs: killed when the server dies (even by SIGKILL),
-    so no session runs unseen. Its log resumes it on the next start exactly as after a crash: a
-    question it waited on is asked again (an answer given meanwhile counts) and a cut command is
-    rolled back. A server that is stopped (SIGTERM) stops its sessions gently instead."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_pdeathsig = 1
-    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
