@@ -6,20 +6,22 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kestrel.agent.state import replay
 from kestrel.protocol.errors import ConfigError
 from kestrel.server.accounts import AccountStore, Principal
 from kestrel.server.fanout import Fanout
 from kestrel.server.intake import RepositorySource, materialize
-from kestrel.server.plans import DEFAULT_PLANS, Admitted, Plan, Refused, TenantUsage, admit
+from kestrel.server.plans import DEFAULT_PLANS, Plan, Refused, TenantUsage, admit
 from kestrel.server.registry import Hosted, Registry
+from kestrel.server.spend import spent_since
 from kestrel.server.workers import ENV_PASSED, Pool
 from kestrel.service.sessions import NewSession, create_session
+from kestrel.settings import Settings
 from kestrel.settings_load import load_settings
 from kestrel.store.sqlite import SQLiteStore
 
@@ -58,6 +60,8 @@ class Hosting:
     accounts: AccountStore
     pool: Pool
     fanout: Fanout
+    _locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _locks_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, config: ServerConfig) -> Hosting:
@@ -72,7 +76,7 @@ class Hosting:
         def max_running(tenant: str) -> int | None:
             return _plan(config, accounts.tenant(tenant).plan).max_concurrent_sessions
 
-        pool = Pool(registry, config.data_dir, config.workers, max_running)
+        pool = Pool(registry, store, config.data_dir, config.workers, max_running)
         return cls(config, store, registry, accounts, pool, Fanout(store))
 
     def close(self) -> None:
@@ -96,13 +100,8 @@ class Hosting:
         """The tenant's sessions running and queued, and its spend since local midnight."""
         running, queued = self.registry.counts(who.tenant_id)
         midnight = _midnight()
-        tokens, usd = 0, 0.0
-        for hosted in self.registry.of_tenant(who.tenant_id):
-            if hosted.created_at < midnight:
-                break  # Newest first: the rest are older.
-            totals = replay(self.store.read(hosted.session_id)).totals
-            tokens += totals.tokens
-            usd += totals.cost_usd
+        ids = [hosted.session_id for hosted in self.registry.of_tenant(who.tenant_id)]
+        tokens, usd = spent_since(self.store, ids, midnight)
         left = midnight + 86_400 - time.time()
         return TenantUsage(
             running=running,
@@ -117,41 +116,54 @@ class Hosting:
     ) -> Hosted:
         """Admit, make the checkout, log the session's start, and queue its first run."""
         model = str(flags.get("model") or "") or self._default_model()
+        self._admit(who, model)  # Refused before any clone or unpacking.
+        checkout = self.config.data_dir / "checkouts" / uuid.uuid4().hex
+        checkout.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            materialize(source, checkout, allowed_roots=self.config.allowed_roots)
+            settings = self._settings(checkout, flags)
+            # Admitted again under the tenant's lock, with the model the repository's own
+            # settings may have chosen: two requests at once cannot both take the last slot.
+            with self._tenant_lock(who.tenant_id):
+                self._admit(who, settings.model)
+                new = NewSession(task=task, cwd=checkout, plan_first=bool(flags.get("plan_first")))
+                hosted = Hosted(
+                    session_id=create_session(self.store, settings, new),
+                    tenant_id=who.tenant_id,
+                    user_id=who.user_id,
+                    tier=self.plan_of(who).tier,
+                    checkout=checkout,
+                    status="queued",
+                    next_message=None,
+                    created_at=time.time(),
+                )
+                self.registry.add(hosted)
+        except BaseException:
+            shutil.rmtree(checkout, ignore_errors=True)
+            raise
+        self.pool.submit(hosted)
+        return hosted
+
+    def _admit(self, who: Principal, model: str) -> None:
         self._check_model(model)
         decision = admit(self.plan_of(who), self.usage(who), model=model)
         if isinstance(decision, Refused):
             raise Refusal(decision.status, decision.message, decision.headers)
-        assert isinstance(decision, Admitted)
-        checkout = self.config.data_dir / "checkouts" / uuid.uuid4().hex
-        checkout.parent.mkdir(parents=True, exist_ok=True)
-        materialize(source, checkout, allowed_roots=self.config.allowed_roots)
+
+    def _settings(self, checkout: Path, flags: dict[str, object]) -> Settings:
+        known = {k: v for k, v in flags.items() if k != "plan_first"}
+        home = self.config.data_dir / "home"
         try:
-            known = {k: v for k, v in flags.items() if k != "plan_first"}
-            settings = load_settings(
-                checkout, env=self._env(), flags=known, home=self.config.data_dir / "home"
-            )
-            plan_first = bool(flags.get("plan_first"))
-            new = NewSession(task=task, cwd=checkout, plan_first=plan_first)
-            session_id = create_session(self.store, settings, new)
+            return load_settings(checkout, env=self._env(), flags=known, home=home)
         except ConfigError as exc:
-            shutil.rmtree(checkout, ignore_errors=True)
             # Said without the server's folders, and without advice only its operator can take.
             said = str(exc).replace(f"{checkout}/", "").replace(str(checkout), "the repository")
             said = said.split(", which a repository's settings may not set")[0]
             raise Refusal(400, f"the session cannot start: {said}") from None
-        hosted = Hosted(
-            session_id=session_id,
-            tenant_id=who.tenant_id,
-            user_id=who.user_id,
-            tier=self.plan_of(who).tier,
-            checkout=checkout,
-            status="queued",
-            next_message=None,
-            created_at=time.time(),
-        )
-        self.registry.add(hosted)
-        self.pool.submit(hosted)
-        return hosted
+
+    def _tenant_lock(self, tenant_id: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(tenant_id, threading.Lock())
 
     def _default_model(self) -> str:
         home = self.config.data_dir / "home"
