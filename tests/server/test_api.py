@@ -144,9 +144,17 @@ def test_bad_requests_get_clear_4xx_answers(server: Server) -> None:
     malformed = client.post(
         "/sessions", content=b"{not json", headers={"Content-Type": "application/json"}
     )
-    assert malformed.status_code == 422
+    assert malformed.status_code == 400
+    assert "not valid JSON" in malformed.json()["error"]["message"]
     huge = client.post("/sessions", content=b"x" * (60 * 1024 * 1024))
     assert huge.status_code == 413
+    # Sent in chunks, with no length declared: still counted, and refused past the limit.
+    chunks = (b"x" * (1024 * 1024) for _ in range(60))
+    chunked = client.post("/sessions/upload?task=t&kind=tar", content=chunks)
+    assert chunked.status_code == 413 and chunked.json()["error"]["code"] == "too_large"
+    for answer, code in ((client.get("/nowhere"), 404), (client.delete("/sessions"), 405)):
+        assert answer.status_code == code
+        assert set(answer.json()["error"]) == {"code", "message"}
 
 
 def test_a_tenant_over_its_plan_gets_429_with_retry_after(server: Server) -> None:

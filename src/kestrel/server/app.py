@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kestrel.protocol.errors import KestrelError
-from kestrel.server import routes_decisions, routes_sessions
+from kestrel.server import routes_change, routes_decisions, routes_sessions
 from kestrel.server.hosting import Hosting, Refusal, ServerConfig
 
 
@@ -41,6 +43,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     _limit_bodies(api, config.max_body_bytes)
     api.include_router(routes_sessions.router, prefix="/v1")
     api.include_router(routes_decisions.router, prefix="/v1")
+    api.include_router(routes_change.router, prefix="/v1")
 
     @api.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
@@ -73,18 +76,69 @@ def _errors(api: FastAPI) -> None:
             f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}"
             for e in exc.errors()
         )
+        if any(e.get("type") == "json_invalid" for e in exc.errors()):
+            return _error(400, "bad_request", f"the body is not valid JSON: {problems}")
         return _error(422, "invalid_request", problems or "the request is not valid")
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        code = {405: "method_not_allowed"}.get(exc.status_code)
+        code = code or _CODES.get(exc.status_code, "error")
+        headers = dict(exc.headers) if exc.headers else None
+        return _error(exc.status_code, code, str(exc.detail), headers)
 
 
 def _limit_bodies(api: FastAPI, limit: int) -> None:
-    @api.middleware("http")
-    async def limit_body(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            return _error(413, "too_large", f"the request body is over {limit} bytes")
-        return await call_next(request)
+    api.add_middleware(BodyLimit, limit=limit)
+
+
+class BodyLimit:
+    """Refuses a request body over `limit` bytes with 413, whether its length is declared or it
+    comes in chunks: the body is read (up to the limit) before the route runs."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._too_large(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # The client went away; the route will see it.
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        said = f"the request body is over {self.limit} bytes"
+        await _error(413, "too_large", said)(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def dumps(value: object) -> str:
