@@ -19,6 +19,15 @@ max_queued_sessions = 1
 allowed_models = ["scripted:*"]
 max_wall_s = 600
 
+[short]
+tier = 0
+max_concurrent_sessions = 2
+max_queued_sessions = 2
+tokens_per_day = 50_000
+usd_per_day = 3.0
+allowed_models = ["scripted:*"]
+max_wall_s = 2
+
 [sonnet_only]
 tier = 0
 max_concurrent_sessions = 1
@@ -124,3 +133,26 @@ def test_a_follow_up_cut_by_a_killed_server_is_sent_once(tmp_path: Path) -> None
     assert _user_messages(client, sid, "now make the file") == 1
     assert "+hi" in client.get(f"/sessions/{sid}/diff").text
     server.stop()
+
+
+def test_a_session_runs_under_its_plans_wall_time_and_daily_budget(server: Server) -> None:
+    client = server.client(server.token("hasty", plan="short"))
+    slow = [
+        {"text": "Waiting.", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 4"}}]},
+        {"text": "Should not get here."},
+    ]
+    body = {
+        "task": "wait",
+        "source": {"path": str(server.repo("hasty"))},
+        "model": server.script(slow, "slow.json"),
+        "permission_mode": "bypass",
+    }
+    answer = client.post("/sessions", json=body)
+    assert answer.status_code == 201, answer.text
+    sid = answer.json()["id"]
+    done = wait_for(client, sid, lambda v: v["status"] == "idle" and v["finished"])
+    assert done["finished"] == "budget", done
+    (started, *_) = client.get(f"/sessions/{sid}/events").json()
+    limits = started["event"]["limits"]
+    assert limits["max_wall_s"] == 2 and limits["max_tokens"] <= 50_000
+    assert 0 < limits["max_cost_usd"] <= 3.0

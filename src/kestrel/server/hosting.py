@@ -13,10 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kestrel.protocol.errors import ConfigError
-from kestrel.server.accounts import AccountStore, Principal
+from kestrel.server.accounts import AccountStore, Principal, UnknownTenant
 from kestrel.server.fanout import Fanout
 from kestrel.server.intake import RepositorySource, materialize
-from kestrel.server.plans import DEFAULT_PLANS, Plan, Refused, TenantUsage, admit
+from kestrel.server.plans import (
+    DEFAULT_PLANS,
+    FREE,
+    Plan,
+    Refused,
+    TenantUsage,
+    admit,
+    session_caps,
+)
 from kestrel.server.registry import Hosted, Registry
 from kestrel.server.spend import spent_since
 from kestrel.server.workers import ENV_PASSED, Pool
@@ -73,10 +81,21 @@ class Hosting:
         registry = Registry(config.data_dir / "server.db")
         accounts = AccountStore(config.data_dir / "accounts.db")
 
-        def max_running(tenant: str) -> int | None:
-            return _plan(config, accounts.tenant(tenant).plan).max_concurrent_sessions
+        def plan_of(tenant: str) -> Plan:
+            # A tenant removed, or on a plan no longer configured, gets the free plan's limits.
+            try:
+                return _plan(config, accounts.tenant(tenant).plan)
+            except (Refusal, UnknownTenant):
+                return config.plans.get("free", FREE)
 
-        pool = Pool(registry, store, config.data_dir, config.workers, max_running)
+        pool = Pool(
+            registry,
+            store,
+            config.data_dir,
+            config.workers,
+            max_running=lambda tenant: plan_of(tenant).max_concurrent_sessions,
+            max_wall_s=lambda tenant: plan_of(tenant).max_wall_s,
+        )
         return cls(config, store, registry, accounts, pool, Fanout(store))
 
     def close(self) -> None:
@@ -125,7 +144,8 @@ class Hosting:
             # Admitted again under the tenant's lock, with the model the repository's own
             # settings may have chosen: two requests at once cannot both take the last slot.
             with self._tenant_lock(who.tenant_id):
-                self._admit(who, settings.model)
+                usage = self._admit(who, settings.model)
+                settings = _capped(settings, session_caps(self.plan_of(who), usage))
                 new = NewSession(task=task, cwd=checkout, plan_first=bool(flags.get("plan_first")))
                 hosted = Hosted(
                     session_id=create_session(self.store, settings, new),
@@ -144,11 +164,13 @@ class Hosting:
         self.pool.submit(hosted)
         return hosted
 
-    def _admit(self, who: Principal, model: str) -> None:
+    def _admit(self, who: Principal, model: str) -> TenantUsage:
         self._check_model(model)
-        decision = admit(self.plan_of(who), self.usage(who), model=model)
+        usage = self.usage(who)
+        decision = admit(self.plan_of(who), usage, model=model)
         if isinstance(decision, Refused):
             raise Refusal(decision.status, decision.message, decision.headers)
+        return usage
 
     def _settings(self, checkout: Path, flags: dict[str, object]) -> Settings:
         known = {k: v for k, v in flags.items() if k != "plan_first"}
@@ -188,6 +210,18 @@ def _plan(config: ServerConfig, name: str) -> Plan:
     if plan is None:
         raise Refusal(403, f"the tenant's plan {name!r} is not configured on this server")
     return plan
+
+
+def _capped(settings: Settings, caps: dict[str, float]) -> Settings:
+    """The settings with each budget no larger than its cap (the plan's)."""
+    limits = settings.limits
+    lower = {
+        key: cap if getattr(limits, key) is None else min(getattr(limits, key), cap)
+        for key, cap in caps.items()
+    }
+    if "max_tokens" in lower:
+        lower["max_tokens"] = int(lower["max_tokens"])
+    return settings.model_copy(update={"limits": limits.model_copy(update=lower)})
 
 
 def _midnight() -> float:

@@ -237,6 +237,19 @@ def admit(plan: Plan, usage: TenantUsage, *, model: str) -> Admitted | Refused:
     )
 
 
+def session_caps(plan: Plan, usage: TenantUsage) -> dict[str, float]:
+    """The budgets a new session of the tenant runs under: the plan's wall time, and what is
+    left of its daily tokens and dollars (each session is stopped by its own budget when it
+    would spend past the day's; sessions running at once may together pass it by what one
+    turn of each spends)."""
+    caps: dict[str, float] = {"max_wall_s": plan.max_wall_s}
+    if plan.tokens_per_day is not None:
+        caps["max_tokens"] = max(plan.tokens_per_day - usage.tokens_today, 1)
+    if plan.usd_per_day is not None:
+        caps["max_cost_usd"] = max(plan.usd_per_day - usage.usd_today, 0.01)
+    return caps
+
+
 def plans_from_mapping(data: Mapping[str, Any], *, origin: str = "plans") -> dict[str, Plan]:
     """Plans defined in a parsed settings table (TOML or JSON), by name.
 

@@ -40,6 +40,22 @@ ENV_PASSED = (
 """The server's environment variables a session's process sees; nothing else."""
 
 
+OVERDUE_GRACE_S = 60.0
+"""How long past its plan's wall time a run may go before the server stops it."""
+
+
+async def _stop(proc: asyncio.subprocess.Process, grace_s: float = 20.0) -> None:
+    """SIGTERM (the session settles as cancelled), then SIGKILL if it does not end in time."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), grace_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+
+
 @dataclass(slots=True)
 class Pool:
     """Runs queued sessions, `size` at a time."""
@@ -49,6 +65,9 @@ class Pool:
     data_dir: Path
     size: int = 2
     max_running: Callable[[str], int | None] | None = None
+    max_wall_s: Callable[[str], float | None] | None = None
+    """The longest a run of the tenant's session may take; its own budget stops it first (the
+    plan caps it), this stops a run its budget could not (a command that hangs, say)."""
     extra_env: dict[str, str] = field(default_factory=dict)
     queue: FairQueue[str] = field(init=False)
     _tenants: dict[str, str] = field(default_factory=dict)
@@ -151,18 +170,26 @@ class Pool:
         if message:
             argv.append(message)
         argv += ["-p", "--output-format", "json", "--wait-for-approvals"]
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=hosted.checkout,
-            env=self._env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        logs = self.data_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        # What the process says goes to a file per session, for the operator: a crash leaves
+        # its traceback there rather than nowhere. The events clients see are in the log.
+        with (logs / f"{session_id}.log").open("ab") as said:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=hosted.checkout,
+                env=self._env(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=said,
+                start_new_session=True,
+            )
         self._running[session_id] = proc
+        limit = None if self.max_wall_s is None else self.max_wall_s(tenant)
         try:
-            await proc.wait()
+            await asyncio.wait_for(proc.wait(), None if limit is None else limit + OVERDUE_GRACE_S)
+        except TimeoutError:
+            await _stop(proc)
         finally:
             del self._running[session_id]
         if not self._stopping:  # A stopped server resumes it on the next start.
