@@ -308,11 +308,17 @@ def test_events_over_a_websocket_and_no_socket_for_another_tenant(server: Server
         while len(got) < len(expected) - 1:
             got.append(json.loads(socket.recv(timeout=30))["seq"])
     assert got == expected[1:]
+    # A browser cannot set headers on a WebSocket: it offers the token as a subprotocol.
+    with connect(url, subprotocols=["kestrel.v1", f"bearer.{token}"]) as socket:  # type: ignore[list-item]
+        assert socket.subprotocol == "kestrel.v1"
+        assert json.loads(socket.recv(timeout=30))["seq"] == expected[1]
     other = server.token("socket-thief")
     for headers in ({"Authorization": f"Bearer {other}"}, {}):
         with pytest.raises(InvalidStatus) as refused:  # Refused before the socket opens.
             connect(url, additional_headers=headers)
         assert refused.value.response.status_code == 403
+    with pytest.raises(InvalidStatus):
+        connect(url, subprotocols=["kestrel.v1", f"bearer.{other}"])  # type: ignore[list-item]
 
 
 PLANS = """

@@ -195,18 +195,20 @@ async def _sse(host: Host, session_id: str, after: int) -> AsyncIterator[str]:
 @router.websocket("/sessions/{session_id}/events/ws")
 async def events_ws(websocket: WebSocket, session_id: str, after: int = 0) -> None:
     """The same events over a WebSocket: one JSON record per message, from `after` on. The
-    token comes in the `Authorization` header; without a valid one, or for another tenant's
-    session, the socket is refused before it opens (HTTP 403) and nothing is sent."""
+    token comes in the `Authorization` header or, from a browser (which cannot set headers on a
+    WebSocket), as the subprotocol `bearer.ks_...` offered beside `kestrel.v1`. Without a valid
+    one, or for another tenant's session, the socket is refused before it opens (HTTP 403) and
+    nothing is sent."""
     host = websocket.app.state.hosting
-    token = websocket.headers.get("authorization", "")
-    who = host.accounts.authenticate(token[7:]) if token.lower().startswith("bearer ") else None
+    token, offered = _ws_token(websocket)
+    who = await asyncio.to_thread(host.accounts.authenticate, token) if token else None
     if who is None:
         await websocket.close(code=4401, reason="an API token is required")
         return
-    if host.registry.get(who.tenant_id, session_id) is None:
+    if await asyncio.to_thread(host.registry.get, who.tenant_id, session_id) is None:
         await websocket.close(code=4404, reason=f"no session {session_id}")
         return
-    await websocket.accept()
+    await websocket.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in offered else None)
 
     async def send() -> None:
         async for record in host.fanout.follow(session_id, max(after, 0)):
@@ -225,3 +227,19 @@ async def events_ws(websocket: WebSocket, session_id: str, after: int = 0) -> No
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
                 await task
+
+
+WS_PROTOCOL = "kestrel.v1"
+"""The subprotocol a browser offers with its token (`bearer.` + the token) as another."""
+
+
+def _ws_token(websocket: WebSocket) -> tuple[str, list[str]]:
+    """The token a WebSocket client sent, and the subprotocols it offered."""
+    header = websocket.headers.get("authorization", "")
+    offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",")]
+    if header.lower().startswith("bearer "):
+        return header[7:].strip(), offered
+    for protocol in offered:
+        if protocol.startswith("bearer."):
+            return protocol.removeprefix("bearer."), offered
+    return "", offered
