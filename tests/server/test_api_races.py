@@ -156,3 +156,15 @@ def test_a_session_runs_under_its_plans_wall_time_and_daily_budget(server: Serve
     limits = started["event"]["limits"]
     assert limits["max_wall_s"] == 2 and limits["max_tokens"] <= 50_000
     assert 0 < limits["max_cost_usd"] <= 3.0
+
+
+def test_a_follow_up_that_looks_like_an_option_is_only_a_message(server: Server) -> None:
+    client = server.client(server.token("tricky"))
+    script = server.script([{"text": "First."}, {"text": "Second."}], "tricky.json")
+    sid = _create(client, server.repo("tricky"), script).json()["id"]
+    wait_for(client, sid, lambda v: v["status"] == "idle")
+    text = "--model=scripted:/etc/hostname"
+    assert client.post(f"/sessions/{sid}/messages", json={"text": text}).status_code == 202
+    done = wait_for(client, sid, lambda v: v["status"] == "idle")
+    assert done["finished"] == "done" and done["model"] == f"{script}"
+    assert _user_messages(client, sid, text) == 1

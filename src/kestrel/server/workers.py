@@ -166,10 +166,10 @@ class Pool:
             session_id, "queued", "running", next_message=message, sent_after=mark
         ):
             return  # Cancelled while it waited.
-        argv = [sys.executable, "-m", "kestrel", "resume", session_id]
-        if message:
-            argv.append(message)
-        argv += ["-p", "--output-format", "json", "--wait-for-approvals"]
+        argv = [sys.executable, "-m", "kestrel", "resume", "-p", "--output-format", "json"]
+        # After `--` the id and the message are only arguments: a message that looks like an
+        # option ("--model=...") cannot change how the session runs.
+        argv += ["--wait-for-approvals", "--", session_id, *([message] if message else [])]
         logs = self.data_dir / "logs"
         logs.mkdir(exist_ok=True)
         # What the process says goes to a file per session, for the operator: a crash leaves
