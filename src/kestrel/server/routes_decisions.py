@@ -176,6 +176,37 @@ async def review(session_id: str, body: ReviewBody, who: Caller, host: Host) -> 
     return ReviewResult(action=body.action, ok=code == 0, output=out.strip())
 
 
+class RewindBody(Strict):
+    """Where to go back to, and what to do from there."""
+
+    checkpoint: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    message: str | None = Field(default=None, min_length=1, max_length=100_000)
+
+
+@router.post("/sessions/{session_id}/rewind", status_code=202)
+async def rewind(session_id: str, body: RewindBody, who: Caller, host: Host) -> SessionView:
+    """Restore the session's files to a checkpoint (`GET .../checkpoints` lists them) and, with
+    a message, run on from there; 409 while the session runs, 400 for an unknown checkpoint."""
+    hosted = await asyncio.to_thread(host.session, who, session_id)
+    if not await asyncio.to_thread(host.registry.claim, session_id, "idle", "running"):
+        raise Refusal(409, f"session {session_id} is {hosted.status}; rewind it when it stops")
+    try:
+        args = ("rewind", "-p", "--", session_id, body.checkpoint)
+        code, out = await _kestrel(host, hosted.checkout, *args)
+    finally:
+        await asyncio.to_thread(host.registry.claim, session_id, "running", "idle")
+    if code != 0:
+        raise Refusal(400, _last_line(out) or f"the session cannot be rewound to {body.checkpoint}")
+    if body.message is not None:
+        await asyncio.to_thread(host.pool.submit, hosted, body.message, only_if="idle")
+    return await asyncio.to_thread(view, host, hosted)
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1].removeprefix("kestrel: ") if lines else ""
+
+
 def _diff_part(output: str) -> str:
     """The diff of `kestrel diff`'s output, without its summary lines."""
     at = output.find("\ndiff ")

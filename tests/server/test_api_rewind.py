@@ -1,0 +1,66 @@
+"""Rewinding a hosted session to a checkpoint over the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from server_kit import BASH_THEN_DONE, Server, wait_for
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = Server(tmp_path_factory.mktemp("rewind"))
+    running.start()
+    yield running
+    running.stop()
+
+
+def _approve_all(client: httpx.Client, sid: str) -> dict:
+    while True:
+        shown = wait_for(
+            client, sid, lambda v: v["status"] == "idle" or v["waiting_on"] == "approval"
+        )
+        if shown["status"] == "idle":
+            return shown
+        for question in client.get(f"/sessions/{sid}/approvals").json():
+            client.post(f"/sessions/{sid}/approvals/{question['call_id']}", json={"allow": True})
+
+
+def test_rewind_restores_the_files_and_runs_on_with_a_message(server: Server) -> None:
+    client = server.client(server.token("rewinder"))
+    script = server.script([*BASH_THEN_DONE, {"text": "Started over."}], "rewind.json")
+    body = {"task": "make a file", "source": {"path": str(server.repo("rw"))}, "model": script}
+    sid = client.post("/sessions", json=body).json()["id"]
+    assert _approve_all(client, sid)["finished"] == "done"
+    assert "+hi" in client.get(f"/sessions/{sid}/diff").text
+    events = client.get(f"/sessions/{sid}/events").json()
+    checkpoints = [r["event"] for r in events if r["event"]["type"] == "checkpoint_created"]
+    baseline = checkpoints[0]["checkpoint_id"]  # Before the first change.
+
+    unknown = client.post(f"/sessions/{sid}/rewind", json={"checkpoint": "nope"})
+    assert unknown.status_code == 400 and "nope" in unknown.json()["error"]["message"]
+    sneaky = client.post(f"/sessions/{sid}/rewind", json={"checkpoint": "--help"})
+    assert sneaky.status_code == 422  # Not an id: never reaches the command line.
+
+    back = client.post(f"/sessions/{sid}/rewind", json={"checkpoint": baseline})
+    assert back.status_code == 202, back.text
+    assert "+hi" not in client.get(f"/sessions/{sid}/diff").text
+    again = client.post(
+        f"/sessions/{sid}/rewind", json={"checkpoint": baseline, "message": "start over"}
+    )
+    assert again.status_code == 202, again.text
+    done = _approve_all(client, sid)
+    assert done["finished"] == "done"
+    kinds = [r["event"]["type"] for r in client.get(f"/sessions/{sid}/events").json()]
+    assert kinds.count("rewound") == 2
+    texts = [
+        r["event"]["text"]
+        for r in client.get(f"/sessions/{sid}/events").json()
+        if r["event"]["type"] == "user_message"
+    ]
+    assert texts[-1] == "start over"
+    other = server.client(server.token("rewind-thief"))
+    stolen = other.post(f"/sessions/{sid}/rewind", json={"checkpoint": baseline})
+    assert stolen.status_code == 404
