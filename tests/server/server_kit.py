@@ -43,6 +43,7 @@ class Server:
             "KESTREL_SANDBOX": "bwrap" if shutil.which("bwrap") else "none",
             "PYTHONUNBUFFERED": "1",
         }
+        self.extra_args: list[str] = []
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
@@ -51,6 +52,7 @@ class Server:
         argv = [*KESTREL, "serve", "--port", "0", "--data-dir", str(self.data)]
         argv += ["--workers", str(self.workers), "--plans", str(self.plans)]
         argv += ["--allowed-root", str(self.repos), "--allow-scripted-models", str(self.scripts)]
+        argv += ["--min-free-mb", "1", *self.extra_args]
         self.proc = subprocess.Popen(
             argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

@@ -69,6 +69,14 @@ def serve(
             help="Allow `scripted:` models whose files are in this folder (tests, demos).",
         ),
     ] = None,
+    min_free_mb: Annotated[
+        int,
+        typer.Option(
+            "--min-free-mb",
+            min=0,
+            help="Refuse new sessions (503) while the data folder's disk has less free space.",
+        ),
+    ] = 256,
 ) -> None:
     """Start the server; it prints the address once it listens. SIGTERM drains it."""
     if ctx.invoked_subcommand is not None:
@@ -91,6 +99,7 @@ def serve(
         workers=workers,
         allowed_roots=tuple(p.resolve() for p in allowed_root or ()),
         scripted_models_dir=allow_scripted_models.resolve() if allow_scripted_models else None,
+        min_free_bytes=min_free_mb * 1024 * 1024,
     )
     listener = socket.create_server((host, port))
     bound = listener.getsockname()[1]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
+import sqlite3
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request, Response
@@ -12,9 +15,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kestrel.protocol.errors import KestrelError
+from kestrel.protocol.errors import KestrelError, StoreError, StoreFull
 from kestrel.server import routes_change, routes_decisions, routes_sessions
 from kestrel.server.hosting import Hosting, Refusal, ServerConfig
+
+_log = logging.getLogger("kestrel.server")
 
 
 def create_app(config: ServerConfig) -> FastAPI:
@@ -57,18 +62,39 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def _unavailable(exc: BaseException) -> Response:
+    """503 for a failure of the server's own storage (a full disk, say): nothing was changed,
+    and the same request may be sent again once the operator has made room."""
+    full = isinstance(exc, StoreFull) or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
+    full = full or "full" in str(exc).lower()
+    why = "its disk is full" if full else "it cannot use its storage"
+    _log.error("storage failure: %s", exc)
+    message = f"the server cannot do this now: {why}; try again later"
+    return _error(503, "unavailable", message, {"Retry-After": "60"})
+
+
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
 
 
 def _errors(api: FastAPI) -> None:
     @api.exception_handler(Refusal)
     async def refused(_: Request, exc: Refusal) -> Response:
-        code = {409: "conflict", 413: "too_large", 429: "limit"}.get(exc.status)
+        code = {409: "conflict", 413: "too_large", 429: "limit", 503: "unavailable"}.get(exc.status)
         return _error(exc.status, code or _CODES.get(exc.status, "error"), exc.message, exc.headers)
 
     @api.exception_handler(KestrelError)
     async def kestrel_error(_: Request, exc: KestrelError) -> Response:
+        if isinstance(exc, StoreError):  # The server's own storage, not the request.
+            return _unavailable(exc)
         return _error(400, "bad_request", str(exc))
+
+    @api.exception_handler(sqlite3.Error)
+    async def database_error(_: Request, exc: sqlite3.Error) -> Response:
+        return _unavailable(exc)
+
+    @api.exception_handler(OSError)
+    async def os_error(_: Request, exc: OSError) -> Response:
+        return _unavailable(exc)
 
     @api.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> Response:

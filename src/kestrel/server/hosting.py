@@ -45,6 +45,8 @@ class ServerConfig:
     scripted_models_dir: Path | None = None
     """Where `scripted:` model files may be read from (tests and demos); None refuses them."""
     max_body_bytes: int = 50 * 1024 * 1024
+    min_free_bytes: int = 256 * 1024 * 1024
+    """New sessions are refused (503) while the data folder's disk has less room than this."""
     plans: dict[str, Plan] = field(default_factory=lambda: dict(DEFAULT_PLANS))
 
 
@@ -136,6 +138,7 @@ class Hosting:
         """Admit, make the checkout, log the session's start, and queue its first run."""
         model = str(flags.get("model") or "") or self._default_model()
         self._admit(who, model)  # Refused before any clone or unpacking.
+        self._check_room()
         checkout = self.config.data_dir / "checkouts" / uuid.uuid4().hex
         checkout.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -160,9 +163,22 @@ class Hosting:
                 self.registry.add(hosted)
         except BaseException:
             shutil.rmtree(checkout, ignore_errors=True)
+            self._check_room()  # A clone or a write that failed for want of room says so.
             raise
         self.pool.submit(hosted)
         return hosted
+
+    def _check_room(self) -> None:
+        free = shutil.disk_usage(self.config.data_dir).free
+        if free < self.config.min_free_bytes:
+            mb = 1024 * 1024
+            kept = self.config.min_free_bytes // mb
+            said = f"{free // mb} MB left, under the {kept} MB it keeps free"
+            raise Refusal(
+                503,
+                f"the server cannot start sessions now: its disk is full ({said}); try again later",
+                {"Retry-After": "300"},
+            )
 
     def _admit(self, who: Principal, model: str) -> TenantUsage:
         self._check_model(model)
