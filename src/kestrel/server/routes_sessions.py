@@ -133,6 +133,20 @@ def follow_up(session_id: str, body: MessageBody, who: Caller, host: Host) -> Se
     return view(host, host.session(who, session_id))
 
 
+@router.post("/sessions/{session_id}/resume", status_code=202)
+def resume(session_id: str, who: Caller, host: Host) -> SessionView:
+    """Continue a session that was stopped (cancelled, or cut by an error) from where its log
+    ends; a session that finished its task takes a follow-up instead (409)."""
+    hosted = host.session(who, session_id)
+    finished = status_of(host.store, session_id).finished
+    if finished is not None and finished.reason not in ("cancelled", "error"):
+        said = f"session {session_id} finished ({finished.reason}); send a follow-up instead"
+        raise Refusal(409, said)
+    if not host.pool.submit(hosted, None, only_if="idle"):
+        raise Refusal(409, f"session {session_id} is {hosted.status}; it is not stopped")
+    return view(host, host.session(who, session_id))
+
+
 @router.get("/sessions/{session_id}/events")
 def events(
     session_id: str,

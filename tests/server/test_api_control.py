@@ -1,4 +1,4 @@
-"""Rewinding a hosted session to a checkpoint over the API."""
+"""Stopping, resuming and rewinding a hosted session over the API."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def test_rewind_restores_the_files_and_runs_on_with_a_message(server: Server) ->
     body = {"task": "make a file", "source": {"path": str(server.repo("rw"))}, "model": script}
     sid = client.post("/sessions", json=body).json()["id"]
     assert _approve_all(client, sid)["finished"] == "done"
-    assert "+hi" in client.get(f"/sessions/{sid}/diff").text
+    kinds = [r["event"]["type"] for r in client.get(f"/sessions/{sid}/events").json()]
+    assert kinds.count("session_resumed") >= 1
     events = client.get(f"/sessions/{sid}/events").json()
     checkpoints = [r["event"] for r in events if r["event"]["type"] == "checkpoint_created"]
     baseline = checkpoints[0]["checkpoint_id"]  # Before the first change.
@@ -64,3 +65,22 @@ def test_rewind_restores_the_files_and_runs_on_with_a_message(server: Server) ->
     other = server.client(server.token("rewind-thief"))
     stolen = other.post(f"/sessions/{sid}/rewind", json={"checkpoint": baseline})
     assert stolen.status_code == 404
+
+
+def test_a_cancelled_session_resumes_where_it_stopped(server: Server) -> None:
+    client = server.client(server.token("pauser"))
+    script = server.script(BASH_THEN_DONE, "pause.json")
+    body = {"task": "make a file", "source": {"path": str(server.repo("pause"))}, "model": script}
+    sid = client.post("/sessions", json=body).json()["id"]
+    wait_for(client, sid, lambda v: v["waiting_on"] == "approval")
+    assert client.post(f"/sessions/{sid}/cancel").status_code == 202
+    stopped = wait_for(client, sid, lambda v: v["status"] == "idle")
+    assert stopped["finished"] == "cancelled", stopped
+    resumed = client.post(f"/sessions/{sid}/resume")
+    assert resumed.status_code == 202, resumed.text
+    assert client.post(f"/sessions/{sid}/resume").status_code == 409  # Already on its way.
+    assert _approve_all(client, sid)["finished"] == "done"
+    again = client.post(f"/sessions/{sid}/resume")
+    assert again.status_code == 409 and "follow-up" in again.json()["error"]["message"]
+    kinds = [r["event"]["type"] for r in client.get(f"/sessions/{sid}/events").json()]
+    assert kinds.count("session_resumed") >= 1
