@@ -14,7 +14,6 @@ from pathlib import Path
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.server.accounts import AccountStore, Principal, UnknownTenant
-from kestrel.server.fanout import Fanout
 from kestrel.server.intake import RepositorySource, materialize
 from kestrel.server.plans import (
     DEFAULT_PLANS,
@@ -28,6 +27,7 @@ from kestrel.server.plans import (
 from kestrel.server.registry import Hosted, Registry
 from kestrel.server.spend import spent_since
 from kestrel.server.workers import ENV_PASSED, Pool
+from kestrel.service.events import Fanout
 from kestrel.service.sessions import NewSession, create_session
 from kestrel.settings import Settings
 from kestrel.settings_load import load_settings

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from kestrel.protocol.events import SessionStarted, UserMessage
-from kestrel.server.fanout import Fanout
+from kestrel.service.events import Fanout
 from kestrel.store.sqlite import SQLiteStore
 
 

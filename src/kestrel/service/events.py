@@ -1,4 +1,4 @@
-"""Live events for many clients from one poll: a stream per client, one query for all.
+"""Live events for many followers from one poll: a stream per follower, one query for all.
 
 A session's events are appended by its own process, so the server learns of them by polling
 the log. Polling once per client would cost a query per client every 50 ms; instead one task asks
