@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kestrel.cli.exit_codes import EXIT_USAGE, report_error
+from kestrel.cli.serve_accounts import list_tokens, register, tenants_app
 from kestrel.protocol.errors import KestrelError
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ serve_app = typer.Typer(
 )
 tokens_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True)
 serve_app.add_typer(tokens_app, name="tokens", help="Create, list or revoke API tokens.")
+serve_app.add_typer(tenants_app, name="tenants", help="List tenants or change their plan.")
 
 DataDir = Annotated[
     Path | None,
@@ -174,6 +176,17 @@ def create_token(
     print(issued.secret)
 
 
+@tokens_app.command("list")
+def tokens_list(
+    tenant_id: Annotated[
+        str | None, typer.Option("--tenant-id", help="Only this tenant's tokens.")
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List tokens (never their secrets): id, tenant, user, prefix, created, revoked."""
+    list_tokens(_data_dir(data_dir), tenant_id)
+
+
 @tokens_app.command("revoke")
 def revoke_token(
     token_id: Annotated[str, typer.Argument(help="The token's id (tok_...).")],
@@ -189,3 +202,6 @@ def revoke_token(
         report_error(exc)
         raise typer.Exit(EXIT_USAGE) from exc
     print(f"revoked {token_id}")
+
+
+register(_data_dir)

@@ -21,17 +21,26 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Literal
 
-from kestrel.protocol.errors import KestrelError
-
-Role = Literal["admin", "member"]
-"""What a user may do within its tenant: admins also manage users and tokens."""
-
-ROLES: tuple[Role, ...] = ("admin", "member")
-"""Every role."""
+from kestrel.server.accounts_types import (
+    ROLES,
+    AccountError,
+    AccountNotFound,
+    AccountSchemaError,
+    AccountStoreError,
+    InvalidAccountValue,
+    IssuedToken,
+    Principal,
+    Role,
+    Tenant,
+    TokenInfo,
+    UnknownTenant,
+    UnknownToken,
+    UnknownUser,
+    User,
+)
 
 SCHEMA_VERSION = 1
 """The layout of the database, kept in `PRAGMA user_version`."""
@@ -61,97 +70,6 @@ _SCHEMA = (
     "CREATE INDEX users_by_tenant ON users (tenant_id)",
     "CREATE INDEX tokens_by_user ON tokens (user_id)",
 )
-
-
-class AccountError(KestrelError):
-    """Root of the errors of the account store."""
-
-
-class InvalidAccountValue(AccountError, ValueError):
-    """A name, label, role or plan name is not acceptable; the message says which and why."""
-
-
-class AccountNotFound(AccountError, LookupError):
-    """No tenant, user or token has the given id (or it belongs to another tenant)."""
-
-
-class UnknownTenant(AccountNotFound):
-    """No tenant has the given id."""
-
-
-class UnknownUser(AccountNotFound):
-    """No user has the given id."""
-
-
-class UnknownToken(AccountNotFound):
-    """No token has the given id within the given tenant."""
-
-
-class AccountStoreError(AccountError):
-    """The account database cannot be opened or used."""
-
-
-class AccountSchemaError(AccountStoreError):
-    """The file is not an account database, or one written by a newer Kestrel."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tenant:
-    """An organisation: it owns users, sessions and a plan."""
-
-    id: str
-    name: str
-    plan: str
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class User:
-    """A person (or robot) within one tenant."""
-
-    id: str
-    tenant_id: str
-    name: str
-    role: Role
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TokenInfo:
-    """What is known of a token after it was issued: everything but its secret."""
-
-    id: str
-    user_id: str
-    tenant_id: str
-    label: str
-    prefix: str
-    """The secret's first characters, for telling tokens apart; not enough to use it."""
-    created_at: float
-    revoked_at: float | None = None
-
-    @property
-    def revoked(self) -> bool:
-        """Whether the token no longer authenticates anyone."""
-        return self.revoked_at is not None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IssuedToken:
-    """A token just created: its secret is here, once, and never again."""
-
-    token: TokenInfo
-    secret: str = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Principal:
-    """Who a request acts as: the token's user, its tenant and that tenant's plan now."""
-
-    tenant_id: str
-    user_id: str
-    role: Role
-    token_id: str
-    plan: str
 
 
 class AccountStore:
@@ -303,6 +221,14 @@ class AccountStore:
             ).fetchall()
         return [TokenInfo(**dict(row)) for row in rows]
 
+    def tenants(self) -> list[Tenant]:
+        """Every tenant, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, name, plan, created_at FROM tenants ORDER BY created_at, rowid"
+            ).fetchall()
+        return [Tenant(**dict(row)) for row in rows]
+
     def tenant(self, tenant_id: str) -> Tenant:
         """The tenant with this id; `UnknownTenant` if there is none."""
         with self._read() as conn:
@@ -397,3 +323,26 @@ def _tenant(conn: sqlite3.Connection, tenant_id: str) -> Tenant:
     if row is None:
         raise UnknownTenant(f"no tenant has the id {tenant_id!r}")
     return Tenant(**dict(row))
+
+
+__all__ = [
+    "MAX_NAME_CHARS",
+    "ROLES",
+    "SCHEMA_VERSION",
+    "TOKEN_PREFIX",
+    "AccountError",
+    "AccountNotFound",
+    "AccountSchemaError",
+    "AccountStore",
+    "AccountStoreError",
+    "InvalidAccountValue",
+    "IssuedToken",
+    "Principal",
+    "Role",
+    "Tenant",
+    "TokenInfo",
+    "UnknownTenant",
+    "UnknownToken",
+    "UnknownUser",
+    "User",
+]
