@@ -15,6 +15,7 @@ from rich.console import Console
 
 from kestrel.app_store import data_dir, open_store
 from kestrel.cli.exit_codes import EXIT_CANCELLED, EXIT_USAGE, report_error
+from kestrel.cli.remote_sessions import InsecureOption, ServerOption, list_remote, register
 from kestrel.cli.session_list import as_json as session_json
 from kestrel.cli.session_list import project_root, render_table, select
 from kestrel.cli.usage_text import spend_text
@@ -35,7 +36,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
-    help="List, show and export sessions.",
+    help="List, show and export sessions; with --server URL, start, follow and answer the "
+    "sessions of a `kestrel serve` server.",
 )
 
 
@@ -69,8 +71,14 @@ def list_sessions(
     subagents: Annotated[
         bool, typer.Option("--subagents", help="Also list subagents' sessions, marked.")
     ] = False,
+    server: ServerOption = None,
+    insecure: InsecureOption = False,
 ) -> None:
-    """This repository's sessions, most recently active first (every project's with --all)."""
+    """This repository's sessions, most recently active first (every project's with --all);
+    with --server, the sessions of the API token's tenant on that server."""
+    if server:
+        list_remote(server, insecure=insecure, as_json=as_json, limit=limit)
+        return
     root = project_root(Path.cwd().resolve())
     try:
         store = _store()
@@ -182,10 +190,26 @@ def show(
             help="Where --html writes the page (default: the session's artifacts folder).",
         ),
     ] = None,
+    server: ServerOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --server: the session and its events as JSON.")
+    ] = False,
+    insecure: InsecureOption = False,
 ) -> None:
-    """The session's transcript, as the interactive view showed it, or as an HTML page."""
+    """The session's transcript, as the interactive view showed it, or as an HTML page; with
+    --server, a session on that server, where it stands and what it waits on."""
     if output is not None and not html:
         raise _fail(ConfigError("--output goes with --html"))
+    if as_json and (html or not server):
+        said = "--json goes with --server, not with --html; the local log as JSON: sessions export"
+        raise _fail(ConfigError(said))
+    if server:
+        from kestrel.cli.remote_sessions import show_remote
+
+        records = show_remote(server, session_id, insecure=insecure, as_json=as_json, quiet=html)
+        if html and records:
+            print(_write_html(records, output))
+        return
     records = _records(session_id)
     if html:
         print(_write_html(records, output))
@@ -278,3 +302,6 @@ def print_checkpoints(session_id: str) -> None:
             console.print(f"    … and {event.more_changes} more")
     if not shown:
         console.print("no checkpoints yet: they are recorded when a tool changes files")
+
+
+register(app)  # `create`, `follow`, `send` and the others that talk to a server.
