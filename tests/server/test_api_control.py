@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -84,3 +85,28 @@ def test_a_cancelled_session_resumes_where_it_stopped(server: Server) -> None:
     assert again.status_code == 409 and "follow-up" in again.json()["error"]["message"]
     kinds = [r["event"]["type"] for r in client.get(f"/sessions/{sid}/events").json()]
     assert kinds.count("session_resumed") >= 1
+
+
+def test_the_stream_says_when_a_run_is_over_and_shows_no_server_folder(server: Server) -> None:
+    client = server.client(server.token("watcher"))
+    script = server.script([{"text": "Nothing to do."}], "watch.json")
+    body = {"task": "look", "source": {"path": str(server.repo("watch"))}, "model": script}
+    sid = client.post("/sessions", json=body).json()["id"]
+    kinds: list[str] = []
+    statuses: list[str] = []
+    with client.stream("GET", f"/sessions/{sid}/events/stream") as stream:
+        kind = ""
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+                kinds.append(kind)
+            elif line.startswith("data: ") and kind == "status":
+                statuses.append(json.loads(line.removeprefix("data: "))["status"])
+                if statuses[-1] == "idle" and "session_finished" in kinds:
+                    break
+    assert statuses[-1] == "idle" and "session_finished" in kinds
+    shown = client.get(f"/sessions/{sid}").json()
+    events = client.get(f"/sessions/{sid}/events").json()
+    assert shown["last_seq"] == events[-1]["seq"]
+    assert events[0]["event"]["cwd"] == "."
+    assert str(server.data) not in json.dumps(events)

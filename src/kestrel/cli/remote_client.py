@@ -253,7 +253,7 @@ class Remote:
                     if not answer.headers.get("content-type", "").startswith("text/event-stream"):
                         raise RemoteError(_NOT_THE_API)
                     for item in sse_records(answer.iter_lines()):
-                        if item is not None:
+                        if item is not None and "seq" in item:
                             last, failures = int(item["seq"]), 0
                         yield item
                 finally:
@@ -297,12 +297,16 @@ class Remote:
 
 
 def sse_records(lines: Iterable[str]) -> Iterator[dict[str, Any] | None]:
-    """The JSON records of a Server-Sent Events stream's `data:` fields, and None for each
-    comment (the server's keep-alive)."""
+    """The JSON records of a Server-Sent Events stream's `data:` fields, `{"status": ...}` for
+    each status event (the session was queued, runs or is idle), and None for each comment
+    (the server's keep-alive)."""
     data: list[str] = []
+    kind = ""
     for line in lines:
         if line.startswith(":"):
             yield None
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
         elif not line and data:
@@ -310,7 +314,11 @@ def sse_records(lines: Iterable[str]) -> Iterator[dict[str, Any] | None]:
                 item = json.loads("\n".join(data))
             except ValueError:
                 raise RemoteError(_NOT_THE_API) from None
-            data = []
+            data, was = [], kind
+            kind = ""
+            if was == "status" and isinstance(item, dict) and isinstance(item.get("status"), str):
+                yield {"status": item["status"]}
+                continue
             if not isinstance(item, dict) or not isinstance(item.get("seq"), int):
                 raise RemoteError(_NOT_THE_API)
             yield item

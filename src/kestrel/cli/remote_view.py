@@ -172,8 +172,10 @@ def follow(remote: Remote, view: RemoteView, session_id: str, after: int = 0) ->
     """Whether the run has finished: what follows its `session_finished` (the change it leaves,
     say) may still come, then it is marked idle."""
     for item in remote.stream(path, after, on_reconnect=_say):
-        if item is None:  # A quiet moment: has the run stopped without a word (a crash)?
-            if _settled(remote, session_id, last, wait=False):
+        if item is None or "seq" not in item:
+            # A quiet moment, or the session went idle: has the run stopped (a crash too)?
+            quiet_or_idle = item is None or item.get("status") == "idle"
+            if quiet_or_idle and _settled(remote, session_id, last, wait=False):
                 break
             continue
         record = view.show(item)

@@ -103,12 +103,16 @@ async def cancel(session_id: str, who: Caller, host: Host) -> SessionView:
     """Stop the session: taken out of the queue, or asked to stop where it runs."""
     hosted = await asyncio.to_thread(host.session, who, session_id)
     if await host.pool.withdraw(session_id):
-        host.registry.claim(session_id, "queued", "idle")
+        await asyncio.to_thread(host.registry.claim, session_id, "queued", "idle")
+    elif await asyncio.to_thread(host.registry.claim, session_id, "queued", "idle"):
+        pass  # A worker took it but has not started it: now it will not.
     else:
         try:
             await asyncio.to_thread(request_cancel, host.store, session_id, by=f"api:{who.user_id}")
         except NotRunning as exc:
-            raise Refusal(409, str(exc)) from None
+            # A run that is starting has not logged its start yet: stopped as SIGTERM does.
+            if not await host.pool.terminate(session_id):
+                raise Refusal(409, str(exc)) from None
     return await asyncio.to_thread(view, host, hosted)
 
 

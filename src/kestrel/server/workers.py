@@ -125,6 +125,17 @@ class Pool:
         """Whether a worker runs the session now."""
         return session_id in self._running
 
+    async def terminate(self, session_id: str) -> bool:
+        """Stop the session's process as SIGTERM does (it settles as cancelled); False when no
+        process runs it. For a run that has not logged its start yet, which a cancel event
+        would not reach."""
+        proc = self._running.get(session_id)
+        if proc is None or proc.returncode is not None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        return True
+
     async def stop(self, grace_s: float = 20.0) -> None:
         """Stop taking work; ask running sessions to stop (SIGTERM) and wait for them."""
         self._stopping = True
