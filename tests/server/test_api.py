@@ -214,6 +214,12 @@ def test_cross_tenant_attempts_are_all_refused_without_a_byte_leaked(server: Ser
         ("POST", "/sessions/{}/plan", {"decision": "reject", "feedback": "x"}),
         ("GET", "/sessions/{}/diff", None),
         ("POST", "/sessions/{}/review", {"action": "discard"}),
+        ("POST", "/sessions/{}/resume", None),
+        ("POST", "/sessions/{}/rewind", {"checkpoint": "abc123"}),
+        ("GET", "/sessions/{}/patch", None),
+        ("GET", "/sessions/{}/bundle", None),
+        ("GET", "/sessions/{}/checkpoints", None),
+        ("GET", "/sessions/{}/cost", None),
     ]
     attempts = 0
     for guess in guesses:
@@ -222,7 +228,7 @@ def test_cross_tenant_attempts_are_all_refused_without_a_byte_leaked(server: Ser
             attempts += 1
             assert answer.status_code in (404, 405), (method, path, guess, answer.text)
             assert "Nothing to do" not in answer.text and "victim" not in answer.text
-    assert attempts >= 60
+    assert attempts >= 90
     # A revoked token stops working at once, for every route.
     revoked = server.token("revoked")
     client = server.client(revoked)
