@@ -57,6 +57,10 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+FINISHED: dict[str, int] = {}
+"""How many sessions finished for each reason: every one should be `done`."""
+
+
 async def _follow(client: httpx.AsyncClient, sid: str, latencies: list[float]) -> None:
     async with client.stream("GET", f"/sessions/{sid}/events/stream") as answer:
         connected = time.time()
@@ -64,10 +68,14 @@ async def _follow(client: httpx.AsyncClient, sid: str, latencies: list[float]) -
             if not line.startswith("data: "):
                 continue
             record = json.loads(line[6:])
+            if "at" not in record:  # A status event: not a record of the log.
+                continue
             at = float(record["at"])
             if at >= connected:  # Logged before the stream began: history, not live.
                 latencies.append(time.time() - at)
             if record["event"]["type"] == "session_finished":
+                reason = str(record["event"]["reason"])
+                FINISHED[reason] = FINISHED.get(reason, 0) + 1
                 return
 
 
@@ -148,6 +156,7 @@ def main() -> None:
         f"max {ms[-1]:.0f} ms"
     )
     print(f"sessions per minute: {args.sessions / wall * 60:.1f} (all done in {wall:.1f} s)")
+    print("finished: " + ", ".join(f"{n} {reason}" for reason, n in sorted(FINISHED.items())))
     print(f"server peak RSS: {peak[0] / 1024:.0f} MB (session processes not counted)")
 
 
