@@ -330,3 +330,16 @@ def test_an_inherited_git_dir_is_ignored(
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.fsmonitor'='{payload}'")
     assert run_git(repo, ["status"]).ok
     assert not marker.exists()
+
+
+def test_a_timeout_ends_git_and_every_process_it_started(tmp_path: Path) -> None:
+    from kestrel.gitsafe import GitUnavailable
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    marker = "31.4159"  # A sleep no other process runs: found by its argument.
+    # An alias runs a program the way a transport helper would: a child git does not wait for.
+    args = ["-c", f"alias.slow=!sleep {marker}", "slow"]
+    with pytest.raises(GitUnavailable, match="took longer than"):
+        run_git(tmp_path, args, timeout_s=1)
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a process git started outlived the timeout"

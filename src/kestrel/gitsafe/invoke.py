@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -141,24 +143,40 @@ def run_git(
 def _exec(
     args: list[str], *, cwd: Path, env: dict[str, str], stdin: bytes | None, timeout_s: float
 ) -> GitRun:
+    # In a process group of its own, so that a timeout (or Ctrl-C here) ends git's helpers too:
+    # a transport or pack process left running would hold the output pipes open, and the
+    # wait for them would outlast the timeout.
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             ["git", *args],
             cwd=cwd,
             env=env,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except FileNotFoundError as error:
         # The same error says the folder to run in is gone: only then is it named.
         if not cwd.is_dir():
             raise GitUnavailable(f"cannot run git: {cwd} does not exist") from error
         raise GitUnavailable("git is not installed") from error
-    except subprocess.TimeoutExpired as error:
-        raise GitUnavailable(f"git {args[0]} took longer than {timeout_s:g} s") from error
     except OSError as error:
         raise GitUnavailable(f"cannot run git: {error.strerror}") from error
-    return GitRun(done.returncode, done.stdout, done.stderr)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout_s)
+    except subprocess.TimeoutExpired as error:
+        _kill_group(proc)
+        raise GitUnavailable(f"git {args[0]} took longer than {timeout_s:g} s") from error
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return GitRun(proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """End git and every process it started, and reap git."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+    proc.communicate()
