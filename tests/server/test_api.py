@@ -145,6 +145,10 @@ def test_bad_requests_get_clear_4xx_answers(server: Server) -> None:
         "/sessions", content=b"{not json", headers={"Content-Type": "application/json"}
     )
     assert malformed.status_code == 400
+    inside = client.post(
+        "/sessions", json={"task": "x", "source": {"git_url": "https://127.0.0.1:9/r.git"}}
+    )
+    assert inside.status_code == 400 and "private or local" in inside.json()["error"]["message"]
     assert "not valid JSON" in malformed.json()["error"]["message"]
     huge = client.post("/sessions", content=b"x" * (60 * 1024 * 1024))
     assert huge.status_code == 413

@@ -71,6 +71,14 @@ def serve(
             help="Allow `scripted:` models whose files are in this folder (tests, demos).",
         ),
     ] = None,
+    allow_git_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-git-host",
+            help="A host (glob) git URLs may name even though it is private or local; "
+            "by default sessions clone only from public hosts.",
+        ),
+    ] = None,
     min_free_mb: Annotated[
         int,
         typer.Option(
@@ -102,6 +110,7 @@ def serve(
         allowed_roots=tuple(p.resolve() for p in allowed_root or ()),
         scripted_models_dir=allow_scripted_models.resolve() if allow_scripted_models else None,
         min_free_bytes=min_free_mb * 1024 * 1024,
+        allowed_git_hosts=tuple(allow_git_host or ()),
     )
     listener = socket.create_server((host, port))
     bound = listener.getsockname()[1]

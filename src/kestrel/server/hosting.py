@@ -14,7 +14,8 @@ from pathlib import Path
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.server.accounts import AccountStore, Principal, UnknownTenant
-from kestrel.server.intake import RepositorySource, materialize
+from kestrel.server.intake import GitUrl, RepositorySource, materialize
+from kestrel.server.intake_hosts import check_git_host
 from kestrel.server.plans import (
     DEFAULT_PLANS,
     FREE,
@@ -45,6 +46,8 @@ class ServerConfig:
     scripted_models_dir: Path | None = None
     """Where `scripted:` model files may be read from (tests and demos); None refuses them."""
     max_body_bytes: int = 50 * 1024 * 1024
+    allowed_git_hosts: tuple[str, ...] = ()
+    """Hosts (globs) git URLs may name though they resolve to private or local addresses."""
     min_free_bytes: int = 256 * 1024 * 1024
     """New sessions are refused (503) while the data folder's disk has less room than this."""
     plans: dict[str, Plan] = field(default_factory=lambda: dict(DEFAULT_PLANS))
@@ -139,6 +142,8 @@ class Hosting:
         model = str(flags.get("model") or "") or self._default_model()
         self._admit(who, model)  # Refused before any clone or unpacking.
         self._check_room()
+        if isinstance(source, GitUrl):
+            check_git_host(source.url, self.config.allowed_git_hosts)
         checkout = self.config.data_dir / "checkouts" / uuid.uuid4().hex
         checkout.parent.mkdir(parents=True, exist_ok=True)
         try:
