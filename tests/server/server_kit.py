@@ -75,9 +75,10 @@ class Server:
             self.proc.terminate()
             self.proc.communicate(timeout=60)
 
-    def token(self, tenant: str, plan: str = "pro") -> str:
-        """A new tenant with one user's API token."""
+    def token(self, tenant: str, plan: str = "pro", *, admin: bool = False) -> str:
+        """A new tenant with one user's API token (an admin's with `admin`)."""
         argv = [*KESTREL, "serve", "tokens", "create", "--tenant", tenant, "--plan", plan]
+        argv += ["--admin"] if admin else []
         done = subprocess.run(
             [*argv, "--data-dir", str(self.data)],
             env=self.env,

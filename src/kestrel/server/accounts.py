@@ -221,6 +221,17 @@ class AccountStore:
             ).fetchall()
         return [TokenInfo(**dict(row)) for row in rows]
 
+    def users(self, tenant_id: str) -> list[User]:
+        """The tenant's users, oldest first; `UnknownTenant` if there is no such tenant."""
+        with self._read() as conn:
+            _tenant(conn, tenant_id)
+            rows = conn.execute(
+                "SELECT id, tenant_id, name, role, created_at FROM users WHERE tenant_id = ?"
+                " ORDER BY created_at, rowid",
+                (tenant_id,),
+            ).fetchall()
+        return [User(**dict(row)) for row in rows]
+
     def tenants(self) -> list[Tenant]:
         """Every tenant, oldest first."""
         with self._read() as conn:

@@ -16,7 +16,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kestrel.protocol.errors import KestrelError, StoreError, StoreFull
-from kestrel.server import routes_change, routes_decisions, routes_events, routes_sessions
+from kestrel.server import (
+    routes_admin,
+    routes_change,
+    routes_decisions,
+    routes_events,
+    routes_sessions,
+)
 from kestrel.server.hosting import Hosting, Refusal, ServerConfig
 
 _log = logging.getLogger("kestrel.server")
@@ -50,6 +56,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     api.include_router(routes_events.router, prefix="/v1")
     api.include_router(routes_decisions.router, prefix="/v1")
     api.include_router(routes_change.router, prefix="/v1")
+    api.include_router(routes_admin.router, prefix="/v1")
 
     @api.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
