@@ -110,3 +110,43 @@ def test_the_stream_says_when_a_run_is_over_and_shows_no_server_folder(server: S
     assert shown["last_seq"] == events[-1]["seq"]
     assert events[0]["event"]["cwd"] == "."
     assert str(server.data) not in json.dumps(events)
+
+
+def test_a_plan_is_shown_edited_and_approved_over_the_api(server: Server) -> None:
+    client = server.client(server.token("planner"))
+    steps = [
+        {"id": "notes", "title": "Write NOTES.md", "files": ["NOTES.md"]},
+        {"id": "more", "title": "Also rewrite everything", "depends_on": ["notes"]},
+    ]
+    propose = {"name": "propose_plan", "arguments": {"summary": "Notes.", "steps": steps}}
+    write = {"name": "write_file", "arguments": {"path": "NOTES.md", "content": "notes\n"}}
+    script = server.script(
+        [{"tool_calls": [propose]}, {"tool_calls": [write]}, {"text": "Followed the plan."}],
+        "plan.json",
+    )
+    body = {
+        "task": "write notes",
+        "source": {"path": str(server.repo("plan"))},
+        "model": script,
+        "plan_first": True,
+    }
+    sid = client.post("/sessions", json=body).json()["id"]
+    wait_for(client, sid, lambda v: v["waiting_on"] == "plan" and v["status"] == "idle")
+    shown = client.get(f"/sessions/{sid}/plan")
+    assert shown.status_code == 200, shown.text
+    assert [s["id"] for s in shown.json()["steps"]] == ["notes", "more"]
+    broken = [{"id": "notes", "title": "Write NOTES.md", "depends_on": ["gone"]}]
+    refused = client.post(f"/sessions/{sid}/plan", json={"decision": "approve", "steps": broken})
+    assert refused.status_code == 400, refused.text
+    edited = [{"id": "notes", "title": "Write NOTES.md, briefly", "files": ["NOTES.md"]}]
+    approved = client.post(
+        f"/sessions/{sid}/plan",
+        json={"decision": "approve", "steps": edited, "permission_mode": "accept-edits"},
+    )
+    assert approved.status_code == 202, approved.text
+    done = _approve_all(client, sid)
+    assert done["finished"] == "done", done
+    assert client.get(f"/sessions/{sid}/plan").status_code == 404  # Nothing waits now.
+    events = client.get(f"/sessions/{sid}/events").json()
+    (decided,) = [r["event"] for r in events if r["event"]["type"] == "plan_decided"]
+    assert decided["edited"] and [s["title"] for s in decided["steps"]] == [edited[0]["title"]]

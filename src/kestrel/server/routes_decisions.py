@@ -12,13 +12,13 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from kestrel.agent.planning import Approve, Reject
-from kestrel.protocol.events import ApprovalScope, PermissionMode
+from kestrel.protocol.events import ApprovalScope, PermissionMode, PlanStep
 from kestrel.server.deps import ERRORS, Caller, Host
 from kestrel.server.hosting import Refusal
 from kestrel.server.routes_sessions import SessionView, Strict, view
 from kestrel.server.workers import ENV_PASSED
 from kestrel.service.approvals import answer_approval, pending_approvals
-from kestrel.service.decisions import NotRunning, decide_plan, request_cancel
+from kestrel.service.decisions import NotRunning, decide_plan, request_cancel, status_of
 
 router = APIRouter(responses=ERRORS)
 
@@ -42,12 +42,33 @@ class AnswerBody(Strict):
     message: str = Field(default="", max_length=10_000)
 
 
+class StepBody(Strict):
+    """One step of a plan: what to do, where, how to check it, and which steps come first."""
+
+    id: str = Field(min_length=1, max_length=100)
+    title: str = Field(min_length=1, max_length=2_000)
+    files: list[str] = Field(default_factory=list, max_length=200)
+    checks: list[str] = Field(default_factory=list, max_length=50)
+    depends_on: list[str] = Field(default_factory=list, max_length=100)
+
+
+class PlanView(BaseModel):
+    """The plan a session waits on a decision for."""
+
+    plan_id: str
+    summary: str
+    steps: list[StepBody]
+
+
 class PlanBody(Strict):
-    """The decision on the plan the session waits on."""
+    """The decision on the plan the session waits on; an approval may carry the person's edit
+    of it (steps reordered, changed, removed or added, and the summary)."""
 
     decision: Literal["approve", "reject"]
     feedback: str = Field(default="", max_length=10_000)
     permission_mode: PermissionMode | None = None
+    steps: list[StepBody] | None = Field(default=None, max_length=100)
+    summary: str | None = Field(default=None, max_length=10_000)
 
 
 class ReviewBody(Strict):
@@ -116,6 +137,26 @@ async def cancel(session_id: str, who: Caller, host: Host) -> SessionView:
     return await asyncio.to_thread(view, host, hosted)
 
 
+@router.get("/sessions/{session_id}/plan")
+def waiting_plan(session_id: str, who: Caller, host: Host) -> PlanView:
+    """The plan the session waits on a decision for; 404 when none waits."""
+    host.session(who, session_id)
+    proposed = status_of(host.store, session_id).state.plan
+    if proposed is None:
+        raise Refusal(404, f"session {session_id} has no plan waiting for a decision")
+    steps = [
+        StepBody(
+            id=s.id,
+            title=s.title,
+            files=list(s.files),
+            checks=list(s.checks),
+            depends_on=list(s.depends_on),
+        )
+        for s in proposed.steps
+    ]
+    return PlanView(plan_id=proposed.plan_id, summary=proposed.summary, steps=steps)
+
+
 @router.post("/sessions/{session_id}/plan", status_code=202)
 def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionView:
     """Approve or reject the plan the session waits on; it runs again with the decision."""
@@ -127,7 +168,8 @@ def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionVie
         decision = Reject(reason=body.feedback)
     else:
         mode = body.permission_mode if body.permission_mode not in (None, "plan") else "default"
-        decision = Approve(mode=mode or "default")
+        edited = None if body.steps is None else tuple(_step(step) for step in body.steps)
+        decision = Approve(mode=mode or "default", steps=edited, summary=body.summary)
     # Held (queued, not yet handed to a worker) while the decision is logged: a second decision
     # or a follow-up sent meanwhile gets 409 instead of running the session twice.
     if not host.registry.claim(session_id, "idle", "queued"):
@@ -139,6 +181,16 @@ def plan(session_id: str, body: PlanBody, who: Caller, host: Host) -> SessionVie
         raise
     host.pool.submit(hosted, message)
     return view(host, host.session(who, session_id))
+
+
+def _step(body: StepBody) -> PlanStep:
+    return PlanStep(
+        id=body.id,
+        title=body.title,
+        files=tuple(body.files),
+        checks=tuple(body.checks),
+        depends_on=tuple(body.depends_on),
+    )
 
 
 _DIFF: dict[int | str, dict[str, Any]] = {
