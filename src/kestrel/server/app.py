@@ -22,6 +22,7 @@ from kestrel.server import (
     routes_decisions,
     routes_events,
     routes_sessions,
+    web,
 )
 from kestrel.server.hosting import Hosting, Refusal, ServerConfig
 
@@ -57,6 +58,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     api.include_router(routes_decisions.router, prefix="/v1")
     api.include_router(routes_change.router, prefix="/v1")
     api.include_router(routes_admin.router, prefix="/v1")
+    api.include_router(web.panel_router())  # The web panel at /, a client of /v1 like any other.
 
     @api.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
