@@ -168,3 +168,25 @@ def test_a_follow_up_that_looks_like_an_option_is_only_a_message(server: Server)
     done = wait_for(client, sid, lambda v: v["status"] == "idle")
     assert done["finished"] == "done" and done["model"] == f"{script}"
     assert _user_messages(client, sid, text) == 1
+
+
+def test_a_question_open_when_the_server_is_stopped_gently_is_asked_again(tmp_path: Path) -> None:
+    server = Server(tmp_path, workers=1)
+    server.start()
+    token = server.token("deploys", plan="team")
+    client = server.client(token)
+    sid = _create(client, server.repo("deploy"), server.script(BASH_THEN_DONE, "d.json"))
+    sid = sid.json()["id"]
+    wait_for(client, sid, lambda v: v["waiting_on"] == "approval")
+    server.stop()  # SIGTERM: a deploy, say.
+
+    server.start()
+    client = server.client(token)
+    wait_for(client, sid, lambda v: v["waiting_on"] == "approval")
+    (question,) = client.get(f"/sessions/{sid}/approvals").json()
+    assert "echo hi" in question["arguments"]
+    client.post(f"/sessions/{sid}/approvals/{question['call_id']}", json={"allow": True})
+    done = wait_for(client, sid, lambda v: v["status"] == "idle")
+    assert done["finished"] == "done", done
+    assert "+hi" in client.get(f"/sessions/{sid}/diff").text  # The command ran after all.
+    server.stop()

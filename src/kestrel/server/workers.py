@@ -22,6 +22,7 @@ from pathlib import Path
 from kestrel.protocol.events import UserMessage
 from kestrel.server.queue import FairQueue
 from kestrel.server.registry import Hosted, Registry, Status
+from kestrel.service.decisions import status_of
 from kestrel.store.sqlite import SQLiteStore
 
 ENV_PASSED = (
@@ -137,11 +138,21 @@ class Pool:
         return True
 
     async def stop(self, grace_s: float = 20.0) -> None:
-        """Stop taking work; ask running sessions to stop (SIGTERM) and wait for them."""
+        """Stop taking work; ask running sessions to stop (SIGTERM) and wait for them.
+
+        A session that waits for a person's answer is ended at once instead (SIGKILL): nothing
+        runs in it, so its log resumes it on the next start with the question still open, as
+        after a crash. Stopped gently it would settle the question as interrupted, and a
+        restart of the server would change how the session goes on.
+        """
         self._stopping = True
-        for proc in list(self._running.values()):
+        for session_id, proc in list(self._running.items()):
+            waits_on = await asyncio.to_thread(status_of, self.store, session_id)
             with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
+                if waits_on.waiting_on == "approval":
+                    proc.kill()
+                else:
+                    proc.send_signal(signal.SIGTERM)
         waits = [proc.wait() for proc in self._running.values()]
         if waits:
             with contextlib.suppress(TimeoutError):
