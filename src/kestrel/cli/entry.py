@@ -20,6 +20,7 @@ _OTHER_COMMANDS = frozenset(
         "approve",
         "cancel",
         "serve",
+        "mcp",
         "checkpoints",
         "diff",
         "sessions",
