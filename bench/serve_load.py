@@ -47,6 +47,33 @@ def _repo(root: Path) -> None:
         )
 
 
+def new_token(env: dict[str, str], data: Path, tenant: str) -> str:
+    """A team-plan tenant's API token, made with `kestrel serve tokens create`."""
+    create = [*KESTREL, "serve", "tokens", "create", "--tenant", tenant, "--plan", "team"]
+    made = subprocess.run(
+        [*create, "--data-dir", str(data)], env=env, capture_output=True, text=True, check=True
+    )
+    return made.stdout.strip().splitlines()[-1]
+
+
+def start_server(
+    env: dict[str, str], data: Path, workers: int, root: Path, scripts: Path
+) -> tuple[subprocess.Popen[str], str]:
+    """A `kestrel serve` on a free loopback port, and its address once it listens."""
+    argv = [*KESTREL, "serve", "--port", "0", "--data-dir", str(data), "--workers"]
+    argv += [str(workers), "--allowed-root", str(root), "--allow-scripted-models", str(scripts)]
+    server = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    return server, server.stdout.readline().split("listening on ", 1)[1].strip()
+
+
+def latency_line(what: str, latencies: list[float]) -> str:
+    """p50, p99 and max of latencies given in seconds, in milliseconds."""
+    ms = sorted(v * 1000 for v in latencies)
+    p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+    return f"{what}: p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, max {ms[-1]:.0f} ms"
+
+
 def _rss_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -113,22 +140,9 @@ def main() -> None:
     repos = [repos_dir / f"r{i}" for i in range(args.sessions)]
     for repo in repos:
         _repo(repo)
-    create = [*KESTREL, "serve", "tokens", "create", "--tenant", "load", "--plan", "team"]
-    made = subprocess.run(
-        [*create, "--data-dir", str(data)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    token = made.stdout.strip().splitlines()[-1]
-    argv = [*KESTREL, "serve", "--port", "0", "--data-dir", str(data), "--workers"]
-    argv += [str(args.workers), "--allowed-root", str(repos_dir)]
-    argv += ["--allow-scripted-models", str(scripts)]
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    token = new_token(env, data, "load")
+    server, url = start_server(env, data, args.workers, repos_dir, scripts)
     try:
-        assert server.stdout is not None
-        url = server.stdout.readline().split("listening on ", 1)[1].strip()
         peak = [0]
 
         async def run() -> tuple[list[float], float]:
@@ -148,13 +162,8 @@ def main() -> None:
         server.terminate()
         server.communicate(timeout=120)
         shutil.rmtree(folder, ignore_errors=True)
-    ms = sorted(v * 1000 for v in latencies)
-    p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
-    print(f"sessions {args.sessions}, workers {args.workers}, events {len(ms)}")
-    print(
-        f"event appended -> SSE client: p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, "
-        f"max {ms[-1]:.0f} ms"
-    )
+    print(f"sessions {args.sessions}, workers {args.workers}, events {len(latencies)}")
+    print(latency_line("event appended -> SSE client", latencies))
     print(f"sessions per minute: {args.sessions / wall * 60:.1f} (all done in {wall:.1f} s)")
     print("finished: " + ", ".join(f"{n} {reason}" for reason, n in sorted(FINISHED.items())))
     print(f"server peak RSS: {peak[0] / 1024:.0f} MB (session processes not counted)")

@@ -19,15 +19,13 @@ import argparse
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-from serve_load import KESTREL, _repo
+from serve_load import _repo, latency_line, new_token, start_server
 
 CHROMIUM = os.environ.get("KESTREL_CHROMIUM", "/usr/bin/chromium")
 OBSERVE = """
@@ -125,17 +123,9 @@ def main() -> None:
     (scripts / "live.json").write_text(json.dumps(_turns(args.turns)))
     # Several calls a turn: a session's turns are capped (200 by default), its events are not.
     (scripts / "big.json").write_text(json.dumps(_turns(args.big, calls=8)))
-    create = [*KESTREL, "serve", "tokens", "create", "--tenant", "web", "--plan", "team"]
-    made = subprocess.run(
-        [*create, "--data-dir", str(data)], env=env, capture_output=True, text=True, check=True
-    )
-    token = made.stdout.strip().splitlines()[-1]
-    argv = [*KESTREL, "serve", "--port", "0", "--data-dir", str(data), "--workers", "2"]
-    argv += ["--allowed-root", str(repo.parent), "--allow-scripted-models", str(scripts)]
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    token = new_token(env, data, "web")
+    server, url = start_server(env, data, 2, repo.parent, scripts)
     try:
-        assert server.stdout is not None
-        url = server.stdout.readline().split("listening on ", 1)[1].strip()
         headers = {"Authorization": f"Bearer {token}"}
         client = httpx.Client(base_url=url + "/v1", headers=headers, timeout=120)
 
@@ -156,13 +146,8 @@ def main() -> None:
         server.terminate()
         server.communicate(timeout=120)
         shutil.rmtree(folder, ignore_errors=True)
-    ms = sorted(v * 1000 for v in latencies)
-    p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
-    print(f"live: {len(ms)} events shown while the page was open")
-    print(
-        f"event appended -> on the page: p50 {statistics.median(ms):.0f} ms, "
-        f"p99 {p99:.0f} ms, max {ms[-1]:.0f} ms"
-    )
+    print(f"live: {len(latencies)} events shown while the page was open")
+    print(latency_line("event appended -> on the page", latencies))
     print(f"open a finished session of {events} events: {opened_s:.2f} s to its last event")
 
 
