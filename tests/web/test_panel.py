@@ -120,6 +120,7 @@ def _downloads_and_applies_the_change(page: Any, server: Server) -> None:
     assert "made.txt" in patch and "\n+hi\n" in patch
     page.get_by_role("button", name="Apply").click()
     expect(page.get_by_role("heading", name="Review the change")).to_be_hidden(timeout=60_000)
+    expect(page.locator(".timeline .ev-applied")).to_contain_text("was applied", timeout=60_000)
     made = list((server.data / "checkouts").glob("*/made.txt"))
     assert [p.read_text() for p in made] == ["hi\n"]
 

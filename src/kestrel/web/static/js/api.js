@@ -8,6 +8,9 @@ export const token = {
   clear: () => sessionStorage.removeItem(KEY),
 };
 
+/** The API path of session `id`, and of `rest` under it. */
+export const sessionPath = (id, rest = "") => `/sessions/${encodeURIComponent(id)}${rest}`;
+
 /** A refused or failed request: the HTTP status and the server's message. */
 export class ApiError extends Error {
   constructor(status, message) {

@@ -30,7 +30,7 @@ function route() {
     stopView = showSession(decodeURIComponent(match[1]), $("session-body"), $("session-title"), $("flash"));
   } else {
     open("list");
-    stopView = showList($("sessions"), $("flash"));
+    stopView = showList($("sessions"), $("flash"), $("usage"));
   }
   showPlan();
 }

@@ -1,15 +1,14 @@
-// What the session waits on from the person: approvals, the plan, and the review of its change.
+// What the session waits on from the person: the permission questions (the plan is in plan.js,
+// the review in review.js), and how a panel runs an answer.
 
-import { call } from "./api.js";
+import { call, sessionPath as path } from "./api.js";
 import { el, say } from "./dom.js";
-import { renderDiff } from "./diff.js";
 import { argumentsText } from "./timeline.js";
 
-const path = (id, rest = "") => `/sessions/${encodeURIComponent(id)}${rest}`;
-
 /** Run `action` with the panel's buttons disabled; show a failure in `error`. */
-async function busy(panel, error, action) {
+export async function busy(panel, error, action) {
   const buttons = [...panel.querySelectorAll("button")];
+  const was = buttons.map((b) => b.disabled);
   buttons.forEach((b) => (b.disabled = true));
   say(error, "");
   try {
@@ -17,7 +16,7 @@ async function busy(panel, error, action) {
   } catch (err) {
     say(error, err.message);
   } finally {
-    buttons.forEach((b) => (b.disabled = false));
+    buttons.forEach((b, i) => (b.disabled = was[i]));
   }
 }
 
@@ -53,68 +52,5 @@ export async function approvalsPanel(id, done) {
     el("h2", { id: "approvals-title", text: "Waiting for your approval" }));
   if (!questions.length) panel.append(el("p", { class: "muted", text: "No open question now." }));
   else panel.append(el("ul", { class: "questions" }, questions.map((q) => question(id, q, done))));
-  return panel;
-}
-
-/** Fetch the session's patch with the token and save it as a file. */
-export async function downloadPatch(id) {
-  const blob = await call(path(id, "/patch"), { as: "blob" });
-  const url = URL.createObjectURL(blob);
-  const link = el("a", { href: url, download: `kestrel-${id}.patch`, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
-/** The change waiting for review: its diff, apply / discard / send back, and the patch. */
-export async function reviewPanel(id, done) {
-  const diff = await call(path(id, "/diff"), { as: "text" });
-  const error = el("p", { class: "error", role: "alert", hidden: true });
-  const feedback = el("textarea", { id: "review-feedback", rows: "2" });
-  const panel = el("section", { class: "panel review", "aria-labelledby": "review-title" });
-  const review = (body) => busy(panel, error, async () => {
-    const result = await call(path(id, "/review"), { method: "POST", body });
-    if (!result.ok) throw new Error(result.output || `${body.action} failed`);
-    done(result.output);
-  });
-  panel.append(
-    el("h2", { id: "review-title", text: "Review the change" }),
-    renderDiff(diff),
-    el("div", { class: "actions" },
-      el("button", { type: "button", class: "primary", text: "Apply", onclick: () => review({ action: "apply" }) }),
-      el("button", { type: "button", class: "danger", text: "Discard", onclick: () => review({ action: "discard" }) }),
-      el("button", { type: "button", text: "Download patch",
-        onclick: () => busy(panel, error, () => downloadPatch(id)) })),
-    el("label", { for: "review-feedback", text: "What to change (sent back to the session)" }),
-    feedback,
-    el("div", { class: "actions" },
-      el("button", { type: "button", text: "Send back",
-        onclick: () => review({ action: "reject", feedback: feedback.value.trim() }) })),
-    error);
-  return panel;
-}
-
-/** The plan the session proposed (shown in the timeline): approve it, or reject with feedback. */
-export function planPanel(id, done) {
-  const error = el("p", { class: "error", role: "alert", hidden: true });
-  const feedback = el("textarea", { id: "plan-feedback", rows: "2" });
-  const panel = el("section", { class: "panel plan", "aria-labelledby": "plan-title" });
-  const decide = (body) => busy(panel, error, async () => {
-    await call(path(id, "/plan"), { method: "POST", body });
-    done();
-  });
-  panel.append(
-    el("h2", { id: "plan-title", text: "Approve the plan" }),
-    el("p", { class: "muted", text: "The proposed plan is the last one in the timeline." }),
-    el("div", { class: "actions" },
-      el("button", { type: "button", class: "primary", text: "Approve plan",
-        onclick: () => decide({ decision: "approve" }) })),
-    el("label", { for: "plan-feedback", text: "Why you reject it" }),
-    feedback,
-    el("div", { class: "actions" },
-      el("button", { type: "button", class: "danger", text: "Reject plan",
-        onclick: () => decide({ decision: "reject", feedback: feedback.value.trim() }) })),
-    error);
   return panel;
 }

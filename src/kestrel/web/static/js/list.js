@@ -2,6 +2,7 @@
 
 import { call } from "./api.js";
 import { el, say, age, tokens, dollars, waitingLabel, statusBadge } from "./dom.js";
+import { usageSection } from "./cost.js";
 
 const REFRESH_MS = 3000;
 
@@ -47,10 +48,22 @@ async function refresh(box, signal) {
   update(list, views);
 }
 
-/** Show the list and keep it fresh; returns a function that stops the refreshing. */
-export function showList(box, flash) {
+/** The tenant's usage today; kept as it was when it cannot be fetched. */
+async function refreshUsage(usageBox, signal) {
+  try {
+    const section = await usageSection();
+    if (!signal.aborted) usageBox.replaceChildren(section);
+  } catch {
+    // The sessions' refresh says what went wrong.
+  }
+}
+
+/** Show the list and the usage today, and keep them fresh; returns a function that stops. */
+export function showList(box, flash, usageBox) {
   const stopper = new AbortController();
+  usageBox.replaceChildren();
   const tick = async () => {
+    refreshUsage(usageBox, stopper.signal);
     try {
       await refresh(box, stopper.signal);
     } catch (err) {

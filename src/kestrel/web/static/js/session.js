@@ -1,15 +1,21 @@
-// One session, live: its facts, what it waits on, its controls and its event timeline.
+// One session, live: its facts, what it waits on, its controls, its cost and checkpoints, and
+// its event timeline.
 
-import { call } from "./api.js";
+import { call, sessionPath as path } from "./api.js";
 import { el, say, tokens, dollars, waitingLabel, statusBadge } from "./dom.js";
 import { follow } from "./sse.js";
 import { Timeline } from "./timeline.js";
-import { approvalsPanel, reviewPanel, planPanel } from "./decisions.js";
+import { approvalsPanel } from "./decisions.js";
+import { planPanel } from "./plan.js";
+import { reviewPanel } from "./review.js";
+import { Checkpoints } from "./checkpoints.js";
+import { costSection } from "./cost.js";
 
-const path = (id, rest = "") => `/sessions/${encodeURIComponent(id)}${rest}`;
 // Events after which what the session waits on may have changed.
 const DECISION_EVENTS = new Set(["approval_requested", "approval_decided", "plan_proposed",
-  "plan_decided", "changes_ready", "changes_applied", "session_finished"]);
+  "plan_decided", "changes_ready", "changes_applied", "session_finished", "rewound"]);
+// Events after which the cost or the checkpoints may have changed.
+const SPEND_EVENTS = new Set(["model_completed", "checkpoint_created", "rewound", "session_finished"]);
 
 /** Show session `id` in `root`; returns a function that stops following it. */
 export function showSession(id, root, title, flash) {
@@ -19,26 +25,42 @@ export function showSession(id, root, title, flash) {
     controls: el("div", { class: "actions controls" }),
     result: el("p", { class: "flash", role: "status", hidden: true }),
     panel: el("div", { class: "decision" }),
+    extras: el("div", { class: "extras" }),
     timeline: el("ol", { class: "timeline", "aria-label": "Events" }),
     followUp: el("div", { class: "follow-up" }),
   };
   root.replaceChildren(...Object.values(parts));
-  const state = { id, parts, title, flash, shownFor: null, stale: true, timer: null, again: false };
+  const state = {
+    id, parts, title, flash, shownFor: null, stale: true, panelSeq: 0, timer: null, again: false,
+  };
   const timeline = new Timeline(parts.timeline);
+  state.checkpoints = new Checkpoints(id, () => {
+    state.stale = true;
+    refresh(state);
+    refreshExtras(state);
+  });
+  state.cost = el("div", { class: "cost-box" });
+  parts.extras.replaceChildren(state.cost, state.checkpoints.root);
   let stopStream = () => {};
 
   call(path(id)).then((view) => {
     if (state.stopped) return;
     show(state, view);
+    refreshExtras(state);
     stopStream = follow(id, 0, {
       record(record) {
         timeline.add(record);
-        if (DECISION_EVENTS.has(record.event.type)) {
+        // Events the panel's view already counted (the log replayed on opening) change nothing.
+        if (DECISION_EVENTS.has(record.event.type) && record.seq > state.panelSeq) {
           state.stale = true;
           refresh(state);
         }
+        if (SPEND_EVENTS.has(record.event.type)) refreshExtras(state);
       },
-      status: () => refresh(state),
+      status: () => {
+        refresh(state);
+        refreshExtras(state);
+      },
       connection: (how) => (parts.connection.textContent = how === "live" ? "live" : "reconnecting…"),
       failed: (err) => say(flash, `Live events stopped: ${err.message}`),
     });
@@ -47,6 +69,7 @@ export function showSession(id, root, title, flash) {
   return () => {
     state.stopped = true;
     clearTimeout(state.timer);
+    clearTimeout(state.extrasTimer);
     stopStream();
   };
 }
@@ -79,6 +102,22 @@ function refresh(state) {
   }, 150);
 }
 
+/** Fetch the cost and the checkpoints soon (once for a burst of events). */
+function refreshExtras(state) {
+  if (state.stopped || state.extrasTimer) return;
+  state.extrasTimer = setTimeout(async () => {
+    state.extrasTimer = null;
+    try {
+      const cost = await costSection(state.id);
+      if (!state.stopped) state.cost.replaceChildren(cost);
+      await state.checkpoints.load();
+    } catch (err) {
+      if (err.status === 401 || state.stopped) return;
+      say(state.flash, `Could not refresh the cost and checkpoints: ${err.message}`);
+    }
+  }, 300);
+}
+
 function show(state, view) {
   const { parts } = state;
   state.title.textContent = view.task;
@@ -89,10 +128,14 @@ function show(state, view) {
     el("span", { class: "muted", text: spent }));
   controls(state, view);
   followUpBox(state, view);
-  const key = `${view.status}/${view.waiting_on}`;
+  state.checkpoints.setIdle(view.status === "idle");
+  // A refused decision moves the session to queued and back to idle with nothing logged: the
+  // panel (and what is being edited in it) stays; a logged decision makes it stale.
+  const key = `${view.status === "running" ? "running" : "stopped"}/${view.waiting_on}`;
   if (key !== state.shownFor || state.stale) {
     state.shownFor = key;
     state.stale = false;
+    state.panelSeq = view.last_seq;
     decision(state, view);
   }
 }
@@ -109,7 +152,7 @@ async function decision(state, view) {
   try {
     if (view.waiting_on === "approval") panel = await approvalsPanel(view.id, done);
     else if (view.waiting_on === "review" && view.status === "idle") panel = await reviewPanel(view.id, done);
-    else if (view.waiting_on === "plan" && view.status === "idle") panel = planPanel(view.id, done);
+    else if (view.waiting_on === "plan" && view.status === "idle") panel = await planPanel(view.id, done);
   } catch (err) {
     panel = el("p", { class: "error", role: "alert", text: err.message });
   }

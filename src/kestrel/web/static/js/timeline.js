@@ -12,6 +12,7 @@ export class Timeline {
     this.lastSeq = 0;
     this.texts = new Map(); // request_id -> the element holding that reply's text
     this.tools = new Map(); // call_id -> { item, status, output }
+    this.checkpoints = new Map(); // seq of its checkpoint_created -> [number, label]
   }
 
   /** Apply one record of the log; returns false for one already applied. */
@@ -131,9 +132,16 @@ const RENDER = {
     const line = el("p", { class: "muted", text: `changed ${e.path}` });
     if (tool) tool.output.before(line);
   },
-  checkpoint_created(e) {
+  checkpoint_created(e, record) {
+    const number = this.checkpoints.size + 1;
+    this.checkpoints.set(record.seq, [number, e.label]);
     const changed = files(e.changes);
-    this.item("checkpoint", "Checkpoint", el("span", { text: e.label + (changed ? ` — ${changed}` : "") }));
+    this.item("checkpoint", `Checkpoint ${number}`, el("span", { text: e.label + (changed ? ` — ${changed}` : "") }));
+  },
+  rewound(e) {
+    const [number, label] = this.checkpoints.get(e.to_seq) || [];
+    const where = number ? `checkpoint ${number} (${label})` : `the checkpoint of event ${e.to_seq}`;
+    this.note(`The files were rewound to ${where}.`, "rewound");
   },
   changes_ready(e) {
     this.note(`The change is ready for review: ${e.summary || files(e.files)}.`, "ready");
@@ -147,7 +155,9 @@ const RENDER = {
     this.item("plan", "Plan", el("div", { class: "prose", text: e.summary }), steps);
   },
   plan_decided(e) {
-    this.note(`The plan was ${e.decision}${e.reason ? `: ${e.reason}` : ""}.`, "answer");
+    const how = e.edited ? " as you edited it" : "";
+    const item = this.note(`The plan was ${e.decision}${how}${e.reason ? `: ${e.reason}` : ""}.`, "answer");
+    if (e.edited) item.append(el("ol", {}, (e.steps || []).map((s) => el("li", { text: s.title }))));
   },
   verification_finished(e) {
     this.note(e.report || (e.ok ? "Checks passed." : "Checks failed."), e.ok ? "meta" : "error");
