@@ -31,6 +31,8 @@ def test_an_admin_adds_a_user_issues_and_revokes_a_token(server: Server) -> None
 
     member = server.client(secret)
     assert member.get("/sessions").status_code == 200
+    assert member.get("/me").json()["role"] == "member"
+    assert admin.get("/me").json()["role"] == "admin"
     assert member.get("/queue").json() == {"running": [], "queued": [], "workers": 2}
     for method, path, body in (
         ("GET", "/tenant", None),

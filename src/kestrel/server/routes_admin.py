@@ -76,9 +76,24 @@ class QueueView(BaseModel):
     workers: int
 
 
+class MeView(BaseModel):
+    """Who the token acts as: its user, role, tenant and the tenant's plan."""
+
+    user_id: str
+    role: Literal["admin", "member"]
+    tenant_id: str
+    plan: str
+
+
 def _admin(who: Principal) -> None:
     if who.role != "admin":
         raise Refusal(403, "only an admin of the tenant may do this")
+
+
+@router.get("/me")
+def me(who: Caller) -> MeView:
+    """Who the token acts as (any user): a client shows admins what only they may do."""
+    return MeView(user_id=who.user_id, role=who.role, tenant_id=who.tenant_id, plan=who.plan)
 
 
 @router.get("/tenant")
