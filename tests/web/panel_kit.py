@@ -1,4 +1,4 @@
-"""What the panel's browser tests share: the browser, screenshots, the console, signing in.
+"""What the panel's browser tests share: the browser, screenshots, axe, the console, signing in.
 
 Debian's Chromium (`/usr/bin/chromium`, or `$KESTREL_CHROMIUM`) is driven through Playwright's
 package; no browser is ever downloaded. Without either the tests skip, except in CI (`CI=true`),
@@ -15,12 +15,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 CHROMIUM = os.environ.get("KESTREL_CHROMIUM", "/usr/bin/chromium")
 PHONE = {"width": 375, "height": 740}
 DESKTOP = {"width": 1280, "height": 900}
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+AXE_RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
+NOT_AN_ADMIN = "status of 403 (Forbidden) at /v1/tenant"
+"""What the browser logs when a member opens the Administration view's address: the refusal the
+view then shows."""
 
 
 @contextlib.contextmanager
@@ -54,6 +60,20 @@ def shots_folder(tmp_path: Path) -> Path:
     return folder
 
 
+def axe_violations(page: Any) -> list[str]:
+    """Serious and critical violations of WCAG 2 A and AA on the page as it is, one line each."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(
+            AXE.read_text(encoding="utf-8")
+        )  # Evaluated, not a script tag: the CSP holds.
+    found = page.evaluate("(rules) => axe.run(document, rules)", AXE_RULES)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in found["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
 @dataclass
 class Console:
     """Every console error and uncaught exception of the pages of a browser context."""
@@ -62,9 +82,17 @@ class Console:
 
     def watch(self, context: Any) -> Any:
         """Listen on `context`'s pages; returns the context."""
-        context.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        context.on("console", self._console)
         context.on("weberror", lambda e: self.errors.append(f"uncaught: {e.error}"))
         return context
+
+    def _console(self, message: Any) -> None:
+        """Keep an error, with the path of the request when it is a refused one."""
+        if message.type != "error":
+            return
+        url = (message.location or {}).get("url", "")
+        failed = message.text.startswith("Failed to load resource") and url
+        self.errors.append(f"{message.text} at {urlsplit(url).path}" if failed else message.text)
 
     def unexpected(self, *expected: str) -> list[str]:
         """The errors that mention none of `expected` (a refusal the test provoked, say)."""

@@ -107,7 +107,7 @@ def test_a_task_from_the_form_is_approved_reviewed_and_applied(
     expect(page.locator(".timeline .ev-text .prose").last).to_have_text("Glad to help.")
     wait_for(client, sid, lambda v: v["status"] == "idle")
     _renders_the_log_once(page, client, sid)  # Events after the reconnection came once each.
-    assert console.errors == []
+    assert console.unexpected() == []
     page.context.close()
 
 
@@ -172,7 +172,7 @@ def _survives_a_dropped_connection(page: Any, server: Server, console: Console) 
     with the last event it had (the session waits for review meanwhile, so it is not cut)."""
     connection = page.locator(".connection")
     expect(connection).to_have_text("live")
-    assert console.errors == []
+    assert console.unexpected() == []
     port = server.url.rsplit(":", 1)[1]
     server.stop()
     expect(connection).to_have_text("reconnecting…", timeout=15_000)
@@ -238,5 +238,5 @@ def test_a_plan_is_proposed_then_approved_in_the_panel(server: Server, browser: 
     expect(page.locator(".timeline .ev-finished").last).to_contain_text("done")
     expect(page.get_by_role("heading", name="Approve the plan")).to_be_hidden()
     _renders_the_log_once(page, server.client(token), sid)
-    assert console.errors == []
+    assert console.unexpected() == []
     page.context.close()

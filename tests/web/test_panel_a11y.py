@@ -4,30 +4,12 @@ desktop screen and a phone's."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from panel_kit import DESKTOP, PHONE, Console, new_page, sign_in
+from panel_kit import DESKTOP, PHONE, Console, axe_violations, new_page, sign_in
 from playwright.sync_api import expect
 from server_kit import BASH_THEN_DONE, Server, wait_for
-
-AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
-RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
-
-
-def _violations(page: Any) -> list[str]:
-    """Serious and critical violations on the page as it is, one line each."""
-    if not page.evaluate("typeof window.axe !== 'undefined'"):
-        page.evaluate(
-            AXE.read_text(encoding="utf-8")
-        )  # Evaluated, not a script tag: the CSP holds.
-    found = page.evaluate("(rules) => axe.run(document, rules)", RULES)
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-        for v in found["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
@@ -46,17 +28,17 @@ def test_the_main_views_have_no_serious_accessibility_violations(
     page = new_page(browser, console, viewport)
     page.goto(server.url + "/")
     expect(page.get_by_label("API token")).to_be_visible()
-    found = {"sign-in": _violations(page)}
+    found = {"sign-in": axe_violations(page)}
     sign_in(page, server.url, token)
-    found["sessions list"] = _violations(page)
+    found["sessions list"] = axe_violations(page)
     page.goto(f"{server.url}/#/sessions/{sid}")
     expect(page.get_by_role("button", name="Allow once")).to_be_visible()
-    found["approval"] = _violations(page)
+    found["approval"] = axe_violations(page)
     page.get_by_role("button", name="Allow once").click()
     wait_for(client, sid, lambda v: v["waiting_on"] == "review")
     expect(page.get_by_role("button", name="Apply")).to_be_visible()
-    found["review"] = _violations(page)
+    found["review"] = axe_violations(page)
     assert {view: v for view, v in found.items() if v} == {}
     # The check can fail: an image with no text alternative is a critical violation.
     page.evaluate("document.body.append(Object.assign(document.createElement('img'), {src: '/x'}))")
-    assert any(v.startswith("image-alt") for v in _violations(page))
+    assert any(v.startswith("image-alt") for v in axe_violations(page))

@@ -123,7 +123,7 @@ def test_a_review_is_sent_back_with_a_line_comment_then_rewound(
     page.get_by_role("link", name="All sessions").click()
     _shows_the_usage_as_the_api_gives_it(page, client)
     page.screenshot(path=str(shots / "panel-list-usage.png"), full_page=True)
-    assert console.errors == []
+    assert console.unexpected() == []
     page.context.close()
 
 

@@ -1,20 +1,40 @@
-// The panel's entry point: sign-in, and a hash router over the sessions list and one session.
+// The panel's entry point: sign-in, and a hash router over the sessions list, one session and
+// the administration (offered in the header to admins only).
 
 import { call, token, whenUnauthorized } from "./api.js";
 import { say } from "./dom.js";
 import { showList, wireNewTask } from "./list.js";
 import { showSession } from "./session.js";
+import { showAdmin } from "./admin.js";
 
 const $ = (id) => document.getElementById(id);
-const views = ["sign-in", "list", "session"];
+const views = ["sign-in", "list", "session", "admin"];
 let stopView = () => {};
+let probed = ""; // The token whose role was asked.
 
 function open(name) {
   views.forEach((v) => ($(v).hidden = v !== name));
   $("sign-out").hidden = name === "sign-in";
+  if (name === "admin") $("admin-link").setAttribute("aria-current", "page");
+  else $("admin-link").removeAttribute("aria-current");
 }
 
-/** Show what the address names: `#/sessions/ID`, else the list; sign-in without a token. */
+/** Offer Administration in the header to an admin's token (GET /me says whose it is). */
+async function offerAdmin() {
+  const key = token.get();
+  if (probed === key) return;
+  probed = key;
+  $("admin-link").hidden = true;
+  try {
+    const who = await call("/me");
+    $("admin-link").hidden = who.role !== "admin" || token.get() !== key;
+  } catch {
+    // Refused or unreachable: nothing to offer; the view that asked says why.
+  }
+}
+
+/** Show what the address names: `#/sessions/ID`, `#/admin`, else the list; sign-in without a
+ * token. */
 function route() {
   stopView();
   stopView = () => {};
@@ -24,7 +44,10 @@ function route() {
     return;
   }
   const match = location.hash.match(/^#\/sessions\/([^/]+)$/);
-  if (match) {
+  if (location.hash === "#/admin") {
+    open("admin");
+    stopView = showAdmin($("admin-body"), $("flash"));
+  } else if (match) {
     open("session");
     $("session-title").textContent = "Session";
     stopView = showSession(decodeURIComponent(match[1]), $("session-body"), $("session-title"), $("flash"));
@@ -33,6 +56,7 @@ function route() {
     stopView = showList($("sessions"), $("flash"), $("usage"));
   }
   showPlan();
+  offerAdmin();
 }
 
 async function showPlan() {
@@ -46,6 +70,8 @@ async function showPlan() {
 
 function signOut(message) {
   token.clear();
+  probed = "";
+  $("admin-link").hidden = true;
   $("plan").textContent = "";
   say($("flash"), "");
   say($("sign-in-error"), message || "");

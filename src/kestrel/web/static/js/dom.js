@@ -46,3 +46,9 @@ export function statusBadge(view) {
   const finished = view.status === "idle" && view.finished ? ` · ${view.finished}` : "";
   return el("span", { class: `badge status-${view.status}`, text: view.status + finished });
 }
+
+/** A `<time>` for a Unix time in seconds, as a local date and time. */
+export function when(seconds) {
+  const at = new Date(seconds * 1000);
+  return el("time", { datetime: at.toISOString(), text: at.toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short" }) });
+}
