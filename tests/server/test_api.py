@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from server_kit import BASH_THEN_DONE, KESTREL, Server, wait_for
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("serve"))
-    running.start()
-    yield running
-    running.stop()
 
 
 def _create(client: httpx.Client, server: Server, repo: Path, **extra: object) -> dict:

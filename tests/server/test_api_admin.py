@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from server_kit import Server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("admin"))
-    running.start()
-    yield running
-    running.stop()
 
 
 def test_an_admin_adds_a_user_issues_and_revokes_a_token(server: Server) -> None:

@@ -4,7 +4,6 @@ real `kestrel serve`, with real git on both ends."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,14 +32,6 @@ class Finished:
     session_id: str
     repo: Path
     usage_before: dict
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("change"))
-    running.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
-import pytest
 from server_kit import BASH_THEN_DONE, Server, wait_for
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("rewind"))
-    running.start()
-    yield running
-    running.stop()
 
 
 def _approve_all(client: httpx.Client, sid: str) -> dict:

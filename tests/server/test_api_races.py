@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import pytest
 from server_kit import BASH_THEN_DONE, Server, wait_for
 
 PLANS = """
@@ -37,12 +35,8 @@ max_wall_s = 600
 """
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("races"), workers=3, plans=PLANS)
-    running.start()
-    yield running
-    running.stop()
+SERVER_OPTIONS = {"workers": 3, "plans": PLANS}
+"""How this module's server runs (see conftest.py)."""
 
 
 def _create(client: httpx.Client, repo: Path, model: str) -> httpx.Response:

@@ -10,10 +10,8 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from server_kit import BASH_THEN_DONE, KESTREL, Server, wait_for
 
 QUIET = [{"text": "Nothing to do."}]
@@ -27,12 +25,8 @@ max_wall_s = 600
 """
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("remote-cli"), workers=4, plans=PLANS)
-    running.start()
-    yield running
-    running.stop()
+SERVER_OPTIONS = {"workers": 4, "plans": PLANS}
+"""How this module's server runs (see conftest.py)."""
 
 
 def _env(server: Server, token: str | None) -> dict[str, str]:
