@@ -19,12 +19,14 @@ from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvir
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
 from kestrel.agent.subagents import SubagentRunner
 from kestrel.agent.task_tool import context_note, task_tool
+from kestrel.app_mcp import mcp_setup
 from kestrel.app_sandbox import BYPASS_NEEDS_SANDBOX, outside_reach
 from kestrel.app_sandbox import check_sandbox as check_sandbox
 from kestrel.app_sandbox import data_dir as data_dir
 from kestrel.app_sandbox import executor_for as executor_for
 from kestrel.app_sandbox import masked_data as masked_data
 from kestrel.app_store import open_store as open_store
+from kestrel.app_store import store_output as store_output
 from kestrel.app_store import version as version
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
@@ -38,8 +40,8 @@ from kestrel.policy.gate import PermissionGate
 from kestrel.policy.hooks import HookCommand, HookMatcher, HookRunner
 from kestrel.policy.rules import RuleSet
 from kestrel.protocol.errors import ConfigError
-from kestrel.protocol.events import ChangedFile, ModelRole, PermissionMode
-from kestrel.protocol.messages import ModelRequest, StreamPart, ToolResultTurn
+from kestrel.protocol.events import ChangedFile, ErrorOccurred, ModelRole, PermissionMode
+from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor
 from kestrel.sandbox.probe import probe
@@ -222,7 +224,8 @@ def build_loop(
         ProposePlan(),
     ]
     subagents = subagent_runner(settings, cwd, memory, [t.name for t in own_tools])
-    tools = ToolRegistry([*own_tools, task_tool(subagents)])
+    mcp = mcp_setup(settings, cwd, executor, session_id)
+    tools = ToolRegistry([*own_tools, *mcp.tools, task_tool(subagents)])
     gate = policy_gate(settings, cwd, session_id, tools, executor)
     environment = ToolEnvironment(
         root=cwd,
@@ -272,6 +275,8 @@ def build_loop(
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(BYPASS_NEEDS_SANDBOX)
+    for problem in mcp.problems:
+        loop.emit(ErrorOccurred(error_kind="mcp_server", message=problem, recoverable=True))
     subagents.attach(loop)
     return loop
 
@@ -319,20 +324,6 @@ def daily_budget(settings: Settings, store: EventStore) -> DailyBudget | None:
         max_tokens=settings.limits.max_tokens_per_day,
     )
     return DailyBudget(limits, store) if limits.any else None
-
-
-def store_output(artifacts_dir: Path, result: ToolResultTurn) -> str:
-    """Write a tool output that compaction moves out of the conversation; its path, which
-    `read_file` may read."""
-    folder = artifacts_dir / "outputs"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{_safe_name(result.call_id)}.txt"
-    path.write_text(result.content, encoding="utf-8", errors="replace")
-    return str(path)
-
-
-def _safe_name(call_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)[:80] or "output"
 
 
 def policy_gate(

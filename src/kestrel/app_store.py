@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kestrel.protocol.messages import ToolResultTurn
 from kestrel.store import STORE_FILE_NAME, default_data_dir
 
 if TYPE_CHECKING:
@@ -44,3 +45,17 @@ def open_store(settings: Settings) -> EventStore:
         store.close()
         raise ConfigError(f"an interrupted apply could not be finished or undone: {exc}") from None
     return store
+
+
+def store_output(artifacts_dir: Path, result: ToolResultTurn) -> str:
+    """Write a tool output that compaction moves out of the conversation; its path, which
+    `read_file` may read."""
+    folder = artifacts_dir / "outputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_safe_name(result.call_id)}.txt"
+    path.write_text(result.content, encoding="utf-8", errors="replace")
+    return str(path)
+
+
+def _safe_name(call_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)[:80] or "output"

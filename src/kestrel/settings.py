@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     Field,
@@ -30,6 +30,7 @@ from kestrel.protocol.events_base import Limits, ModelRole, PermissionMode
 from kestrel.settings_checks import check_combined
 from kestrel.settings_endpoint import EndpointSettings
 from kestrel.settings_limits import SandboxLimitSettings
+from kestrel.settings_mcp import check_servers
 from kestrel.settings_models import PROVIDERS as PROVIDERS
 from kestrel.settings_models import ModelChoice as ModelChoice
 from kestrel.settings_models import ModelEntrySettings as ModelEntrySettings
@@ -231,6 +232,8 @@ class Settings(_Table):
     sandbox_limits: SandboxLimitSettings = SandboxLimitSettings()
     """CPU, memory, process, file and workspace-growth limits per command (user's file only)."""
     endpoint: EndpointSettings = EndpointSettings()  # the server at base_url: settings_endpoint
+    mcp_servers: dict[str, dict[str, Any]] = {}
+    """Other MCP servers whose tools the model may call, by name (see `kestrel.settings_mcp`)."""
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
     _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -264,6 +267,11 @@ class Settings(_Table):
         if info.context != _PARTIAL:
             check_combined(self)
         return self
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _check_mcp_servers(cls, value: object) -> dict[str, dict[str, Any]]:
+        return check_servers(value)
 
     @field_validator("base_url")
     @classmethod

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from kestrel.protocol.errors import ConfigError
 from kestrel.settings import _PARTIAL, ENV_PREFIX, Settings, _none_word
 from kestrel.settings_limits import check_limits_source
+from kestrel.settings_mcp import USER_FILE, json_layer_data, project_mcp_file
 from kestrel.settings_sandbox import check_view_source
 from kestrel.settings_trust import check_trusted, digest
 from kestrel.settings_trust_store import STORE_NAME, TrustStore
@@ -122,8 +123,12 @@ def check_settings(
 
 
 def settings_files(cwd: Path, *, env: Mapping[str, str], home: Path) -> list[Path]:
-    """The settings files a run in `cwd` reads where they exist: the user's, the repository's."""
-    return [user_settings_path(env=env, home=home), *_project_files(cwd.resolve())]
+    """The settings files a run in `cwd` reads where they exist: the user's (TOML, then its MCP
+    servers' JSON), the repository's (its `.mcp.json`, then its TOML)."""
+    user = user_settings_path(env=env, home=home)
+    project_mcp = project_mcp_file(cwd.resolve())
+    return [user, user.parent / USER_FILE, *([project_mcp] if project_mcp else []),
+            *_project_files(cwd.resolve())]
 
 
 def _load(
@@ -144,7 +149,7 @@ def _load(
             continue
         candidate = _merge(merged, layer.data)
         problems = _layer_problems(
-            layer, candidate, own=layer.file in (None, files[0]), store=store
+            layer, candidate, own=layer.file in (None, *files[:2]), store=store
         )
         reports.append(LayerReport(layer.origin, layer.file, tuple(problems)))
         if problems:
@@ -248,6 +253,9 @@ def _file_layer(path: Path, home: Path) -> _Layer:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if path.suffix == ".json":
+        return _Layer(origin=str(path), data=json_layer_data(path, raw), names={}, file=path,
+                      sha256=digest(raw))
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -1,9 +1,11 @@
 """Which settings a repository's own files may set only once the user trusts the file.
 
-A `.kestrel/settings.toml` (or `settings.local.toml`) arrives with the repository. Settings in it
+A `.kestrel/settings.toml` (or `settings.local.toml`, or a `.mcp.json`) arrives with the
+repository. Settings in it
 that run commands on this machine (`hooks`), loosen the sandbox (`sandbox`, `network`,
 `network_allow`), answer questions in advance (`permissions.allow`, `permission_mode`), send the
-conversation and the API key somewhere (`base_url`, a `models` entry's `base_url`), or choose where
+conversation and the API key somewhere (`base_url`, a `models` entry's `base_url`), start MCP
+servers (`mcp_servers`, every server of a `.mcp.json`), or choose where
 Kestrel writes (`data_dir`) are refused until the user has run `kestrel trust` on that file's exact
 content. Settings that only narrow or tune (deny and ask rules, budgets, the model's name, ...)
 never need trust.
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kestrel.protocol.errors import ConfigError
+from kestrel.settings_mcp import PROJECT_FILE, server_findings
 from kestrel.settings_trust_store import TrustStore
 
 _SAFE_VALUES: Mapping[str, tuple[object, ...]] = {
@@ -78,6 +81,7 @@ def findings(data: Mapping[str, Any]) -> list[Finding]:
         found.append(Finding("permissions", shown(permissions)))
     found += _hook_findings(data.get("hooks"))
     found += _model_findings(data.get("models"))
+    found += [Finding(key, value) for key, value in server_findings(data.get("mcp_servers"))]
     return found
 
 
@@ -155,9 +159,11 @@ def trust_key(file: Path) -> str:
     The file itself (and its `.kestrel/` folder) is not resolved: a repository whose settings file
     is a symlink to a file trusted for another repository must not inherit that trust.
     """
+    if file.name == PROJECT_FILE:
+        return str(project_root(file).resolve() / file.name)
     return str(project_root(file).resolve() / file.parent.name / file.name)
 
 
 def project_root(file: Path) -> Path:
-    """The directory holding the `.kestrel/` folder `file` is in."""
-    return file.parent.parent
+    """The directory holding the `.kestrel/` folder `file` is in (or the `.mcp.json`)."""
+    return file.parent if file.name == PROJECT_FILE else file.parent.parent

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.settings_load import project_settings_dir, trust_store_path, user_settings_path
+from kestrel.settings_mcp import PROJECT_FILE, json_layer_data, project_mcp_file
 from kestrel.settings_trust import Finding, digest, findings, trust_key
 from kestrel.settings_trust_store import TrustRecord, TrustStore, now
 
@@ -34,16 +35,24 @@ def project_files(where: Path) -> list[Path]:
     """The repository settings files that apply in `where` (a folder, or one such file)."""
     if where.is_file():
         return [where.absolute()]
+    mcp = project_mcp_file(where.resolve())
+    mcp_files = [mcp] if mcp is not None else []
     found = project_settings_dir(where.resolve())
     if found is None:
-        return []
-    return [found / name for name in PROJECT_FILES if (found / name).is_file()]
+        return mcp_files
+    return mcp_files + [found / name for name in PROJECT_FILES if (found / name).is_file()]
 
 
 def review(path: Path) -> Review:
     """Read `path` once and say what in it needs trust; ConfigError if it is not TOML."""
     try:
         raw = path.read_bytes()
+        if path.name == PROJECT_FILE:
+            return Review(
+                Path(trust_key(path.absolute())),
+                digest(raw),
+                tuple(findings(json_layer_data(path, raw))),
+            )
         data = tomllib.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -91,4 +100,5 @@ def revoke(where: Path, store: TrustStore) -> list[str]:
 
 def _candidates(folder: Path) -> list[Path]:
     kestrel = folder if folder.name == ".kestrel" else folder / ".kestrel"
-    return [kestrel / name for name in PROJECT_FILES]
+    mcp = [] if folder.name == ".kestrel" else [folder / PROJECT_FILE]
+    return [kestrel / name for name in PROJECT_FILES] + mcp

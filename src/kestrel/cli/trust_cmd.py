@@ -53,7 +53,8 @@ def _trust(where: Path, store: TrustStore) -> int:
     files = project_files(where)
     if not files:
         typer.echo(
-            f"kestrel: no .kestrel/settings.toml or settings.local.toml for {where}", err=True
+            f"kestrel: no .kestrel/settings.toml, settings.local.toml or .mcp.json for {where}",
+            err=True,
         )
         return EXIT_ERROR
     reviews = [review(path) for path in files]

@@ -1,0 +1,1 @@
+"""Kestrel inside editors: an agent over the Agent Client Protocol (ACP) on stdio."""

@@ -1,0 +1,1 @@
+"""The full-screen terminal UI: one more client of the session service."""
