@@ -16,12 +16,14 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import mcp_types as types
 
+from kestrel.app_sandbox import executor_for
 from kestrel.app_store import data_dir
 from kestrel.mcp_config import McpConfigError, McpServerConfig, server_config
 from kestrel.sandbox.base import Executor
@@ -33,6 +35,7 @@ from kestrel.tools.mcp_client import Launcher, Listing, McpServer, McpServerFail
 from kestrel.tools.mcp_tool import mcp_tool
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 CACHE_FOR_S = 24 * 3600
 LIST_TIMEOUT_S = 45.0
@@ -140,8 +143,12 @@ def _in_thread(servers: Sequence[McpServer]) -> list[Listing | str]:
     async def every() -> list[Listing | str]:
         return list(await asyncio.gather(*(probe(s) for s in servers)))
 
+    return _on_own_loop(every())
+
+
+def _on_own_loop(work: Coroutine[Any, Any, _T]) -> _T:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, every()).result()
+        return pool.submit(asyncio.run, work).result()
 
 
 def _cache_file(cache: Path, config: McpServerConfig) -> Path:
@@ -184,3 +191,46 @@ def _store(cache: Path, config: McpServerConfig, listing: Listing) -> None:
 def forget_listing(settings: Settings, config: McpServerConfig) -> None:
     """Drop the kept tool list of `config`, so the next session lists it afresh."""
     _cache_file(data_dir(settings) / "mcp" / "tools", config).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCheck:
+    """What `kestrel mcp test` found: the listing, or why there is none."""
+
+    config: McpServerConfig
+    listing: Listing | None
+    problem: str = ""
+    resources: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+def check_server(settings: Settings, cwd: Path, config: McpServerConfig) -> ServerCheck:
+    """Start `config`'s server as a session would, list everything it offers, stop it; the
+    fresh tool list replaces the one kept for sessions."""
+    executor = executor_for(settings, cwd)
+    folder = data_dir(settings) / "mcp"
+    launcher = sandbox_launcher(executor, cwd, folder / "seccomp") if config.sandbox else None
+    config = replace(config, cwd=config.cwd or str(cwd))
+    server = McpServer(config, launcher=launcher, log_dir=folder / "logs")
+
+    async def look() -> ServerCheck:
+        started = time.monotonic()
+        try:
+            listing = await asyncio.wait_for(server.listing(), LIST_TIMEOUT_S)
+            resources, prompts = await asyncio.wait_for(server.catalogue(), LIST_TIMEOUT_S)
+        except McpServerFailed as exc:
+            return ServerCheck(config, None, str(exc))
+        except TimeoutError:
+            return ServerCheck(config, None, f"no answer within {LIST_TIMEOUT_S:g} s")
+        except Exception as exc:
+            return ServerCheck(config, None, f"{type(exc).__name__}: {exc}")
+        finally:
+            await server.close()
+        spent = time.monotonic() - started
+        return ServerCheck(config, listing, "", tuple(resources), tuple(prompts), spent)
+
+    checked = _on_own_loop(look())
+    if checked.listing is not None:
+        _store(folder / "tools", config, checked.listing)
+    return checked

@@ -92,3 +92,52 @@ def server_findings(servers: object) -> Iterator[tuple[str, str]]:
         else:
             shown = [json.dumps(entry, ensure_ascii=True, default=str)]
         yield key, json.dumps(" ".join(shown), ensure_ascii=True)
+
+
+def read_servers_file(path: Path) -> dict[str, Any]:
+    """The whole JSON document of an `mcp.json` (empty when missing); ConfigError if unusable."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    json_layer_data(path, raw)  # the same checks as when settings are loaded
+    document = json.loads(raw.decode("utf-8"))
+    return document if isinstance(document, dict) else {}
+
+
+def write_servers_file(path: Path, document: Mapping[str, Any]) -> None:
+    """Replace `path` with `document` in one step, keeping what else the file held."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    temporary.replace(path)
+
+
+def add_server(path: Path, name: str, entry: Mapping[str, Any]) -> None:
+    """Add server `name` to the `mcp.json` at `path`; ConfigError if it is named already or
+    the entry is not valid."""
+    try:
+        server_config(name, entry, str(path), _AnyVariable())
+    except McpConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    document = read_servers_file(path)
+    servers = document.setdefault("mcpServers", {})
+    if name in servers:
+        raise ConfigError(
+            f"{path}: an MCP server named {name!r} exists; `kestrel mcp remove {name}` first"
+        )
+    servers[name] = dict(entry)
+    write_servers_file(path, document)
+
+
+def remove_server(path: Path, name: str) -> bool:
+    """Remove server `name` from the `mcp.json` at `path`; False if it is not there."""
+    document = read_servers_file(path)
+    servers = document.get("mcpServers", {})
+    if name not in servers:
+        return False
+    del servers[name]
+    write_servers_file(path, document)
+    return True

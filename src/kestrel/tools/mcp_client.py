@@ -137,6 +137,20 @@ class McpServer:
             prompts=bool(caps and caps.prompts),
         )
 
+    async def catalogue(self) -> tuple[list[str], list[str]]:
+        """The resources (`uri  name`) and prompts (`name  description`) the server offers."""
+        session = await self.session()
+        caps = session.server_capabilities
+        resources: list[str] = []
+        prompts: list[str] = []
+        if caps and caps.resources:
+            listed = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
+            resources = [f"{r.uri}  {r.name}" for r in listed.resources]
+        if caps and caps.prompts:
+            named = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
+            prompts = [f"{p.name}  {(p.description or '').strip()}" for p in named.prompts]
+        return resources, prompts
+
     async def close(self) -> None:
         """Stop the server, if it runs in this event loop."""
         await self._drop("")
