@@ -195,6 +195,7 @@ def test_hooks_and_ask_rules_see_mcp_tools_by_name(tmp_path: Path) -> None:
     project.user_servers({"toolbox": toolbox_entry()})
     hook = "echo 'no peeking' >&2; exit 2"
     (project.config / "settings.toml").write_text(
+        '[permissions]\nask = ["mcp__toolbox__add"]\n'
         '[[hooks.PreToolUse]]\nmatcher = "mcp__toolbox__peek"\n'
         f"[[hooks.PreToolUse.hooks]]\ncommand = {hook!r}\n"
     )
@@ -210,7 +211,10 @@ def test_hooks_and_ask_rules_see_mcp_tools_by_name(tmp_path: Path) -> None:
     decided = [
         (e["decision"], e["decided_by"]) for e in events if e["type"] == "permission_decided"
     ]
-    assert decided == [("deny", "hook"), ("allow", "mode"), ("allow", "rule")]
+    # Nobody can answer the ask rule in a headless run, as for any tool.
+    assert decided == [("deny", "hook"), ("deny", "headless"), ("allow", "rule")]
+    asked = [e for e in events if e["type"] == "permission_decided"][1]
+    assert "rule mcp__toolbox__add" in asked["asked"]
     assert list((tmp_path / "data").rglob("notes.txt"))
 
 
