@@ -32,6 +32,7 @@ from kestrel.sandbox.server_process import server_command
 from kestrel.settings import Settings
 from kestrel.tools.base import Tool
 from kestrel.tools.mcp_client import Launcher, Listing, McpServer, McpServerFailed
+from kestrel.tools.mcp_resources import ListMcpResources, ReadMcpResource
 from kestrel.tools.mcp_tool import mcp_tool
 
 logger = logging.getLogger(__name__)
@@ -80,12 +81,17 @@ def mcp_setup(settings: Settings, cwd: Path, executor: Executor, session_id: str
         servers.append(McpServer(cwd_config, launcher=launcher, log_dir=log_dir))
     listings = list_all(servers, folder / "tools")
     tools: list[Tool] = []
+    with_resources: dict[str, McpServer] = {}
     for server, listing in zip(servers, listings, strict=True):
         if isinstance(listing, str):
             problems.append(f"{listing}; its tools are not offered in this session")
             continue
         seen = {t.name for t in tools}
         tools += [t for t in (mcp_tool(server, x) for x in listing.tools) if t.name not in seen]
+        if listing.resources:
+            with_resources[server.config.name] = server
+    if with_resources:
+        tools += [ListMcpResources(with_resources), ReadMcpResource(with_resources)]
     return McpSetup(tuple(servers), tuple(tools), tuple(problems))
 
 

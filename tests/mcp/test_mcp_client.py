@@ -262,3 +262,19 @@ def test_results_reach_the_session_in_order_when_calls_overlap(tmp_path: Path) -
         return [r.content[0].text for r in done]  # type: ignore[union-attr]
 
     assert asyncio.run(both()) == [str(2 * i) for i in range(8)]
+
+
+def test_the_model_lists_and_reads_a_server_resource(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    project.user_servers({"toolbox": toolbox_entry()})
+    events = project.run(
+        [
+            ("list_mcp_resources", {}),
+            ("read_mcp_resource", {"server": "toolbox", "uri": "notes://readme"}),
+            ("read_mcp_resource", {"server": "nope", "uri": "notes://readme"}),
+        ]
+    )
+    results = [e for e in events if e["type"] == "tool_finished"]
+    assert "notes://readme  readme" in results[0]["content"]
+    assert results[1]["content"] == "A toolbox for tests."
+    assert results[2]["is_error"] and "servers: toolbox" in results[2]["content"]
