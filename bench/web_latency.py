@@ -106,6 +106,29 @@ def _open_time(
     return last, time.perf_counter() - start
 
 
+SCROLL = """async () => {
+  // Scroll the whole page from the bottom to the top in steps, one per frame, as a wheel would,
+  // and keep each frame's interval: a long one is a visible stall (jank).
+  const frames = [];
+  window.scrollTo(0, document.body.scrollHeight);
+  await new Promise((r) => requestAnimationFrame(r));
+  let last = performance.now();
+  while (window.scrollY > 0) {
+    window.scrollBy(0, -400);
+    await new Promise((r) => requestAnimationFrame(r));
+    const now = performance.now();
+    frames.push(now - last);
+    last = now;
+  }
+  return frames;
+}"""
+
+
+def _scroll_frames(page: Any) -> list[float]:
+    """Frame intervals (ms) while the open session's page is scrolled from bottom to top."""
+    return list(page.evaluate(SCROLL))
+
+
 def main() -> None:
     """Run both measurements and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -141,6 +164,8 @@ def main() -> None:
             page = context.new_page()
             latencies = _live(page, url, client, body("live.json"))
             events, opened_s = _open_time(page, url, client, body("big.json"))
+            frames = _scroll_frames(page)
+            nodes = page.evaluate("document.querySelectorAll('*').length")
             browser.close()
     finally:
         server.terminate()
@@ -149,6 +174,9 @@ def main() -> None:
     print(f"live: {len(latencies)} events shown while the page was open")
     print(latency_line("event appended -> on the page", latencies))
     print(f"open a finished session of {events} events: {opened_s:.2f} s to its last event")
+    print(f"its page: {nodes:,} elements; scrolled top to bottom in {len(frames)} frames")
+    print(latency_line("frame interval while scrolling", [f / 1000 for f in frames]))
+    print(f"frames over 50 ms: {sum(1 for f in frames if f > 50)}")
 
 
 if __name__ == "__main__":
