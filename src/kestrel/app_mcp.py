@@ -69,6 +69,7 @@ def configured_servers(
 def mcp_setup(settings: Settings, cwd: Path, executor: Executor, session_id: str) -> McpSetup:
     """The session's MCP servers (nothing started) and their tools."""
     configs, problems = configured_servers(settings, os.environ)
+    problems = [*settings.skipped, *problems]
     configs = [c for c in configs if c.enabled]
     if not configs:
         return McpSetup((), (), tuple(problems))

@@ -237,6 +237,7 @@ class Settings(_Table):
 
     _sources: tuple[Path, ...] = PrivateAttr(default=())
     _rule_origins: dict[str, str] = PrivateAttr(default_factory=dict)
+    _skipped: tuple[str, ...] = PrivateAttr(default=())
 
     @field_validator("model")
     @classmethod
@@ -322,3 +323,8 @@ class Settings(_Table):
     def rule_origins(self) -> dict[str, str]:
         """Where each permission rule was first written (a file, or "command line")."""
         return dict(self._rule_origins)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """Files left out, each with why: a repository's `.mcp.json` not yet trusted."""
+        return self._skipped

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from kestrel.protocol.errors import ConfigError
 from kestrel.settings import _PARTIAL, ENV_PREFIX, Settings, _none_word
 from kestrel.settings_limits import check_limits_source
-from kestrel.settings_mcp import USER_FILE, json_layer_data, project_mcp_file
+from kestrel.settings_mcp import PROJECT_FILE, USER_FILE, json_layer_data, project_mcp_file
 from kestrel.settings_sandbox import check_view_source
 from kestrel.settings_trust import check_trusted, digest
 from kestrel.settings_trust_store import STORE_NAME, TrustStore
@@ -143,9 +143,13 @@ def _load(
     reports: list[LayerReport] = []
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
+    skipped: list[str] = []
     for layer in sources:
         if isinstance(layer, LayerReport):
             reports.append(layer)
+            continue
+        if not_trusted := _untrusted_servers(layer, store):
+            skipped.append(not_trusted)  # its servers wait for trust; the rest of Kestrel runs
             continue
         candidate = _merge(merged, layer.data)
         problems = _layer_problems(
@@ -168,7 +172,23 @@ def _load(
         return None, reports
     settings._sources = tuple(r.file for r in reports if r.file is not None and not r.problems)
     settings._rule_origins = origins
+    settings._skipped = tuple(skipped)
     return settings, reports
+
+
+def _untrusted_servers(layer: _Layer, store: TrustStore) -> str:
+    """Why a repository's `.mcp.json` is left out (it is not trusted as it is now), or ''."""
+    if layer.file is None or layer.file.name != PROJECT_FILE:
+        return ""
+    try:
+        check_trusted(layer.file, layer.sha256, layer.data, store)
+    except ConfigError:
+        names = ", ".join(sorted(layer.data.get("mcp_servers", {})))
+        return (
+            f"{layer.file} names MCP servers ({names}) that are not started until you trust "
+            f"the file: review it, then run `kestrel trust` in {layer.file.parent}"
+        )
+    return ""
 
 
 def _layer_problems(

@@ -234,21 +234,23 @@ def test_a_crash_in_a_session_is_an_event_and_the_next_call_works(tmp_path: Path
     assert all(e["recoverable"] for e in errors)
 
 
-def test_a_repository_mcp_json_needs_trust(tmp_path: Path) -> None:
+def test_a_repository_mcp_json_waits_for_trust(tmp_path: Path) -> None:
     project = Project(tmp_path)
-    (project.root / ".mcp.json").write_text(
-        json.dumps({"mcpServers": {"toolbox": toolbox_entry()}})
-    )
-    script = tmp_path / "s.json"
-    script.write_text('[{"text": "hi"}]')
-    refused = project.kestrel("-p", "hi", "--model", f"scripted:{script}", check=False)
-    assert refused.returncode == 2
-    assert ".mcp.json" in refused.stderr and "kestrel trust" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    entry = {"mcpServers": {"toolbox": toolbox_entry()}}
+    (project.root / ".mcp.json").write_text(json.dumps(entry))
+    before = project.run([("mcp__toolbox__add", {"a": 5, "b": 5})])
+    said = [e["message"] for e in before if e["type"] == "error"]
+    assert len(said) == 1 and ".mcp.json names MCP servers (toolbox)" in said[0]
+    assert "kestrel trust" in said[0]
+    unknown = next(e for e in before if e["type"] == "tool_finished")
+    assert unknown["is_error"] and "unknown tool 'mcp__toolbox__add'" in unknown["content"]
+    tested = project.kestrel("mcp", "test", "toolbox", check=False)
+    assert tested.returncode == 2 and "not started until you trust" in tested.stderr
     trusted = project.kestrel("trust")
     assert "mcp_servers.toolbox" in trusted.stdout
-    events = project.run([("mcp__toolbox__add", {"a": 5, "b": 5})])
-    assert [e["content"] for e in events if e["type"] == "tool_finished"] == ["10"]
+    after = project.run([("mcp__toolbox__add", {"a": 5, "b": 5})])
+    assert [e["content"] for e in after if e["type"] == "tool_finished"] == ["10"]
+    assert not [e for e in after if e["type"] == "error"]
 
 
 def test_results_reach_the_session_in_order_when_calls_overlap(tmp_path: Path) -> None:

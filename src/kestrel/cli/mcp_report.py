@@ -21,7 +21,7 @@ def test_server(name: str, cwd: Path) -> int:
     configs, problems = configured_servers(settings, os.environ)
     config = next((c for c in configs if c.name == name), None)
     if config is None:
-        why = next((p for p in problems if repr(name) in p), None)
+        why = next((p for p in [*settings.skipped, *problems] if name in p), None)
         raise ConfigError(why or f"no MCP server named {name!r} (see `kestrel mcp list`)")
     where = (
         "outside the sandbox"
