@@ -66,9 +66,11 @@ def start_session(
     limits: Limits,
     version: str,
     workspace: Literal["overlay", "direct", ""] = "",
+    session_id: str | None = None,
 ) -> str:
-    """Log the session's first events (its id first of all, then the task) and return its id."""
-    session_id = new_session_id()
+    """Log the session's first events (its id first of all, then the task) and return its id;
+    `session_id`: an id the caller chose with `new_session_id` (a fresh one when None)."""
+    session_id = session_id or new_session_id()
     store.append(
         session_id,
         SessionStarted(

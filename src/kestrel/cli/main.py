@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "cancel",
     "serve",
     "mcp",
+    "acp",
 )
 
 _EPILOG = (
@@ -42,7 +43,7 @@ _EPILOG = (
     "CHECKPOINT [MESSAGE] · kestrel diff|apply|discard ID · kestrel sessions list|show|export · "
     "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
     "kestrel plan show|approve|reject ID · kestrel approve ID [--deny] · kestrel cancel ID · "
-    "kestrel trust [--list|--revoke] · kestrel doctor · kestrel mcp serve · "
+    "kestrel trust [--list|--revoke] · kestrel doctor · kestrel mcp serve · kestrel acp · "
     "kestrel demo · kestrel help COMMAND.  "
     "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
@@ -177,6 +178,7 @@ _ELSEWHERE: dict[str, tuple[str, str]] = {
     "cancel": ("kestrel.cli.approve_cmd", "cancel_command"),
     "serve": ("kestrel.cli.serve_cmd", "serve_app"),
     "mcp": ("kestrel.cli.mcp_cmd", "mcp_app"),
+    "acp": ("kestrel.cli.acp_cmd", "acp_command"),
 }
 _added: set[str] = set()
 

@@ -52,6 +52,9 @@ class NewSession:
     cwd: Path
     plan_first: bool = False
     """Start in plan mode: explore read-only and propose a plan before changing anything."""
+    session_id: str | None = None
+    """The id to log it under, when the frontend named the session before its task (an IDE's
+    `session/new`); a fresh one when None."""
 
 
 def create_session(store: EventStore, settings: Settings, new: NewSession) -> str:
@@ -70,6 +73,7 @@ def create_session(store: EventStore, settings: Settings, new: NewSession) -> st
         limits=settings.limits.as_limits(),
         version=app.version(),
         workspace=settings.workspace,
+        session_id=new.session_id,
     )
     if new.plan_first:
         store.append(session_id, ContextAdded(source="plan mode", text=PLAN_MODE_NOTE))
