@@ -85,6 +85,10 @@ WHEN = {
     "subagent_finished": "When the subagent's session stops (or, on a resume, when a subagent "
     "the earlier process left running is settled as interrupted), in the parent's log, before "
     "the `task` call's `tool_finished`.",
+    "pull_request_opened": "When `kestrel pr` has pushed the change as a branch and the forge "
+    "opened the pull request.",
+    "pull_request_synced": "When `kestrel pr sync` has read new review comments and failed "
+    "checks, after the follow-up they became ran and its fix was pushed (or found nothing new).",
     "error": "When something fails; the session may go on (`recoverable`) or finish.",
     "session_finished": "When the session stops, for any reason. Another may follow a "
     "`session_resumed`.",
@@ -373,6 +377,24 @@ MEANING: dict[str, dict[str, str]] = {
         "detail": "More about the reason, in words.",
         "totals": "What the subagent spent; it is added to the parent's totals, so it counts "
         "toward the parent's budgets.",
+    },
+    "pull_request_opened": {
+        "url": "The pull request's page.",
+        "number": "Its number on the forge.",
+        "repository": "`owner/name` on the forge.",
+        "branch": "The branch pushed, named from the task.",
+        "base": "The branch it asks to be merged into.",
+        "commit": "The commit pushed: the change on top of the checkout's HEAD.",
+        "draft": "True when opened as a draft.",
+    },
+    "pull_request_synced": {
+        "number": "The pull request.",
+        "comments": "The forge's ids of the review comments sent to the model as a follow-up.",
+        "failed_checks": "The names of the failed checks sent with them.",
+        "commit": "The commit pushed after the follow-up; empty when nothing was pushed.",
+        "replied": "The review comments answered on the forge.",
+        "proposed": "Review comments that state a convention, proposed as memory entries; "
+        "`kestrel memory accept ID` keeps them.",
     },
     "error": {
         "error_kind": "The error's type, such as `AuthenticationFailed`.",

@@ -36,6 +36,8 @@ SUBCOMMANDS = (
     "serve",
     "mcp",
     "acp",
+    "pr",
+    "memory",
 )
 
 _EPILOG = (
@@ -44,6 +46,7 @@ _EPILOG = (
     "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
     "kestrel plan show|approve|reject ID · kestrel approve ID [--deny] · kestrel cancel ID · "
     "kestrel trust [--list|--revoke] · kestrel doctor · kestrel mcp serve · kestrel acp · "
+    "kestrel pr [sync] ID · kestrel memory list|add|rm|accept · "
     "kestrel demo · kestrel help COMMAND.  "
     "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
@@ -179,6 +182,8 @@ _ELSEWHERE: dict[str, tuple[str, str]] = {
     "serve": ("kestrel.cli.serve_cmd", "serve_app"),
     "mcp": ("kestrel.cli.mcp_cmd", "mcp_app"),
     "acp": ("kestrel.cli.acp_cmd", "acp_command"),
+    "pr": ("kestrel.cli.pr_cmd", "pr_command"),
+    "memory": ("kestrel.cli.memory_cmd", "app"),
 }
 _added: set[str] = set()
 

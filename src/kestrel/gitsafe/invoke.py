@@ -55,6 +55,7 @@ def safe_env(
     user_config: bool = False,
     file_protocol: bool = False,
     base: Mapping[str, str] | None = None,
+    config: Sequence[tuple[str, str]] = (),
 ) -> dict[str, str]:
     """The environment of a host-side git call: no inherited GIT_*, neutral config on top.
 
@@ -79,9 +80,9 @@ def safe_env(
         env["GIT_CONFIG_GLOBAL"] = os.devnull
     if repo is not None:
         env.update(GIT_DIR=str(repo.git_dir), GIT_WORK_TREE=str(repo.work_tree))
-    config = NEUTRAL_CONFIG + (FILE_PROTOCOL if file_protocol else ())
-    env["GIT_CONFIG_COUNT"] = str(len(config))
-    for number, (key, value) in enumerate(config):
+    pairs = (*NEUTRAL_CONFIG, *(FILE_PROTOCOL if file_protocol else ()), *config)
+    env["GIT_CONFIG_COUNT"] = str(len(pairs))
+    for number, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{number}"] = key
         env[f"GIT_CONFIG_VALUE_{number}"] = value
     return env
@@ -125,19 +126,26 @@ def run_git(
     user_config: bool = False,
     file_protocol: bool = False,
     repository: bool = True,
+    config: Sequence[tuple[str, str]] = (),
+    env: Mapping[str, str] | None = None,
 ) -> GitRun:
     """Run `git ARGS` in `cwd` with the hardened environment; a non-zero exit is returned.
 
     With `repository` (the default) the repository around `cwd` is validated first and pinned;
     without it (`init`, `merge-file` on loose files) git gets the same neutral environment and
-    no repository. Raises `UnsafeRepository`, `NotARepository` or `GitUnavailable`.
+    no repository. `config` adds settings after the neutral ones (passed in the environment,
+    so a secret in one is not on a command line); `env` adds variables (`GIT_INDEX_FILE`).
+    Raises `UnsafeRepository`, `NotARepository` or `GitUnavailable`.
     """
     repo = open_repository(cwd) if repository else None
-    env = safe_env(repo=repo, user_config=user_config, file_protocol=file_protocol)
+    environment = safe_env(
+        repo=repo, user_config=user_config, file_protocol=file_protocol, config=config
+    )
+    environment.update(env or {})
     if repo is None:
         # No looking for a repository above the folder, where a command may have made one.
-        env["GIT_CEILING_DIRECTORIES"] = str(Path(os.path.abspath(cwd)).parent)
-    return _exec(list(args), cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s)
+        environment["GIT_CEILING_DIRECTORIES"] = str(Path(os.path.abspath(cwd)).parent)
+    return _exec(list(args), cwd=cwd, env=environment, stdin=stdin, timeout_s=timeout_s)
 
 
 def _exec(

@@ -35,6 +35,7 @@ from kestrel.protocol.events_base import (
     ToolKind,
     Totals,
 )
+from kestrel.protocol.events_delivery import PullRequestOpened, PullRequestSynced
 from kestrel.protocol.events_guards import (
     BudgetNotice,
     BudgetWarning,
@@ -315,6 +316,8 @@ Event = Annotated[
     | PlanDecided
     | SubagentStarted
     | SubagentFinished
+    | PullRequestOpened
+    | PullRequestSynced
     | ErrorOccurred
     | SessionFinished,
     Field(discriminator="type"),
@@ -375,6 +378,8 @@ __all__ = [
     "PlanProposed",
     "PlanStep",
     "PromptBlocked",
+    "PullRequestOpened",
+    "PullRequestSynced",
     "Record",
     "Rewound",
     "SessionFinished",

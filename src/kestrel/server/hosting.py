@@ -154,7 +154,12 @@ class Hosting:
             with self._tenant_lock(who.tenant_id):
                 usage = self._admit(who, settings.model)
                 settings = _capped(settings, session_caps(self.plan_of(who), usage))
-                new = NewSession(task=task, cwd=checkout, plan_first=bool(flags.get("plan_first")))
+                new = NewSession(
+                    task=task,
+                    cwd=checkout,
+                    plan_first=bool(flags.get("plan_first")),
+                    user_memory=False,
+                )
                 hosted = Hosted(
                     session_id=create_session(self.store, settings, new),
                     tenant_id=who.tenant_id,

@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from kestrel import app, app_workspace
+from kestrel import app, app_workspace, memory_store
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.planning import PLAN_MODE_NOTE
+from kestrel.agent.prompt import repository_root
 from kestrel.agent.rollback import ResumePolicy
 from kestrel.agent.session import ResumeEnvironment, resume, rewind, start_session
 from kestrel.agent.subagents import close_lost
@@ -32,7 +33,7 @@ from kestrel.protocol.events import (
     SessionStarted,
 )
 from kestrel.settings import Settings
-from kestrel.settings_load import load_settings
+from kestrel.settings_load import load_settings, user_settings_path
 from kestrel.store.base import EventStore
 from kestrel.workspace.overlay import View, layer_for
 
@@ -55,6 +56,9 @@ class NewSession:
     session_id: str | None = None
     """The id to log it under, when the frontend named the session before its task (an IDE's
     `session/new`); a fresh one when None."""
+    user_memory: bool = True
+    """Start with the user's learned conventions too, not only the repository's; a hosted
+    session must not (the server's user is every tenant's)."""
 
 
 def create_session(store: EventStore, settings: Settings, new: NewSession) -> str:
@@ -75,9 +79,19 @@ def create_session(store: EventStore, settings: Settings, new: NewSession) -> st
         workspace=settings.workspace,
         session_id=new.session_id,
     )
+    learned = memory_store.as_context(
+        repository_root(new.cwd.resolve()), _user_dir() if new.user_memory else None
+    )
+    if learned:
+        store.append(session_id, ContextAdded(source="memory", text=learned))
     if new.plan_first:
         store.append(session_id, ContextAdded(source="plan mode", text=PLAN_MODE_NOTE))
     return session_id
+
+
+def _user_dir() -> Path:
+    """The folder of the user's settings file, where their memory file is."""
+    return user_settings_path(env=os.environ, home=Path.home()).parent
 
 
 def latest_in(store: EventStore, cwd: Path) -> str:
