@@ -112,6 +112,10 @@ def _run(raw_id: str, options: object, *, sync: bool, mode: str) -> int:
         f"{len(synced.comments)} comments and {len(synced.failed_checks)} failed checks sent to "
         f"the session; {pushed}; {len(synced.replied)} replies"
     )
+    for text in synced.proposed:
+        typer.echo(f"a convention to remember? {text}")
+    if synced.proposed:
+        typer.echo(f"keep them for later sessions: kestrel memory accept {raw_id}")
     return 0
 
 
