@@ -1,15 +1,17 @@
 """Every message the agent sends, checked against the protocol's JSON schema.
 
-The SDK ships the protocol's schema as the models it generated from it (`acp.schema`); their
-JSON schemas are checked here with `jsonschema`, independently of how the SDK itself parses:
-requests and notifications by their method, responses by the method of the request they
-answer, errors by the JSON-RPC error object.
+Twice, by method: against the definition of the protocol's published schema
+(`vendor/schema-v1.19.0.json`) and against the JSON schema of the model the SDK generated from
+it (`acp.schema`) of the same name: requests and notifications by their method, responses by the
+method of the request they answer, errors by the JSON-RPC error object.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import acp.schema as schema
@@ -42,12 +44,31 @@ ENVELOPE = {
 }
 
 
+PUBLISHED = Path(__file__).parent / "vendor" / "schema-v1.19.0.json"
+
+
 @cache
-def validator(model: type[BaseModel]) -> Draft202012Validator:
-    """A validator for the JSON form of `model`."""
-    found = model.model_json_schema(by_alias=True)
+def published(name: str) -> Draft202012Validator:
+    """The published schema's definition `name` (a request's params, a result, an error)."""
+    document = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    if name not in document["$defs"]:
+        raise KeyError(f"the published schema defines no {name}")
+    found = {"$defs": document["$defs"], "$ref": f"#/$defs/{name}"}
     Draft202012Validator.check_schema(found)
     return Draft202012Validator(found)
+
+
+_MODELS: dict[type[BaseModel], Draft202012Validator] = {}
+
+
+def validator(model: type[BaseModel]) -> Draft202012Validator:
+    """A validator for the JSON form of `model` (the published definition of the same name is
+    checked beside it)."""
+    if model not in _MODELS:
+        found = model.model_json_schema(by_alias=True)
+        Draft202012Validator.check_schema(found)
+        _MODELS[model] = Draft202012Validator(found)
+    return _MODELS[model]
 
 
 @dataclass
@@ -92,5 +113,7 @@ class SchemaCheck:
         self._check(validator(model), message["result"], f"{method} result")
 
     def _check(self, check: Draft202012Validator, value: Any, where: str) -> None:
-        for error in check.iter_errors(value):
+        model = next((m for m, v in _MODELS.items() if v is check), None)
+        checks = [check] if model is None else [check, published(model.__name__)]
+        for error in (e for each in checks for e in each.iter_errors(value)):
             self.problems.append(f"{where}: {error.message} at {list(error.absolute_path)}")
