@@ -265,13 +265,17 @@ MEANING: dict[str, dict[str, str]] = {
     "changes_applied": {
         "outcome": "`applied`: written to the checkout; `conflicts`: the checkout changed "
         "under the session in the same places, nothing written; `refused`: the change holds "
-        "something never applied (a symlink out of the checkout...), nothing written; "
+        "something never applied (a symlink out of the checkout...) or something the security "
+        "gate blocks (a secret, a high-severity finding), nothing written; "
         "`discarded`: the person threw the change away.",
         "checkpoint_id": "The checkpoint the change ran up to.",
         "written": "Paths written (added, modified, renamed to).",
         "deleted": "Paths deleted.",
         "merged": "Paths the person had also changed; both edits were merged.",
-        "problems": "When nothing was applied: each conflict or refused path as `path: reason`.",
+        "problems": "When nothing was applied: each conflict or refused path as `path: reason`, "
+        "or each security finding as `file:line: what`, then how to accept them.",
+        "accepted_findings": "The security findings (`file:line: what`) the person accepted to "
+        "have the change applied anyway (`kestrel apply --accept-security-findings`).",
     },
     "budget_warning": {
         "budget": "Which budget; `cost_per_day` and `tokens_per_day` count every session since "
@@ -432,7 +436,8 @@ MEANING: dict[str, dict[str, str]] = {
         "failures": "How many failures it reported.",
     },
     "VerifyFailure": {
-        "kind": "`test`, `lint`, `type`, `syntax`, `build` or `error`.",
+        "kind": "`test`, `lint`, `type`, `syntax`, `build`, `security` (a secret or risky code "
+        "the change added) or `error`.",
         "tool": "The tool that reported it.",
         "message": "What it said, trimmed.",
         "file": "The file, relative to the workspace, when known.",

@@ -54,6 +54,7 @@ from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
 from kestrel.workspace import CheckpointStore
+from kestrel.workspace.handoff import baseline_from
 from kestrel.workspace.overlay import layer_for
 from kestrel.workspace.upper_index import OverlayLayers
 from kestrel.workspace.verify.session import SessionVerifier
@@ -254,8 +255,15 @@ def build_loop(
     # Checks run the project's own programs: on their own only where the sandbox holds them.
     # Elsewhere the session says, in the run and its summary, that its change went unverified.
     unconfined = None if gate.sandboxed else partial(why_unconfined, settings)
+    checkpointer = checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None
+    # The security gate blames only what the change added: it compares with the checkpoints.
+    baseline = (
+        baseline_from(checkpointer.store, lambda: [r.event for r in store.read(session_id)])
+        if checkpointer is not None
+        else None
+    )
     verifier = (
-        SessionVerifier(executor, cwd, timeout_s=timeout, unconfined=unconfined)
+        SessionVerifier(executor, cwd, timeout_s=timeout, unconfined=unconfined, baseline=baseline)
         if settings.verify.enabled
         else None
     )
@@ -267,7 +275,7 @@ def build_loop(
         environment=environment,
         approver=parts.approver,
         config=config,
-        checkpointer=checkpointer_for(settings, cwd, session_id) if parts.checkpoints else None,
+        checkpointer=checkpointer,
         gate=gate,
         verifier=verifier,
         daily=daily_budget(settings, store),

@@ -57,8 +57,10 @@ from kestrel.workspace.handoff import (
     discarded_event,
     pending_change,
     ready_event,
+    security_refused,
 )
 from kestrel.workspace.overlay import View, discard_layer, layer_for, open_view, prepare_namespace
+from kestrel.workspace.verify.security import finding_lines, gate_change_set
 
 
 def prepare(settings: Settings) -> None:
@@ -124,11 +126,15 @@ async def hand_off(
     *,
     emit: Emit,
     decide: Decide,
+    accept_security_findings: bool = False,
 ) -> Handoff:
     """Announce the run's change, and apply it to the checkout when `decide` says so.
 
-    After a successful apply the overlay is closed and its layer deleted, so a later resume
-    starts from the checkout as it now is.
+    The security gate checks the final change first: one that adds a secret or a
+    high-severity finding is refused (`changes_applied`, outcome `refused`) unless the person
+    accepted its findings, which the applied event then records. After a successful apply the
+    overlay is closed and its layer deleted, so a later resume starts from the checkout as it
+    now is.
     """
     checkpoints = checkpoints_of(settings, view, session_id)
     try:
@@ -139,14 +145,22 @@ async def hand_off(
         return Handoff(None, None)
     if pending is None:
         return Handoff(None, None)
-    ready = ready_event(pending)
+    gate = await asyncio.to_thread(gate_change_set, pending.changes)
+    ready = ready_event(pending, gate)
     emit(ready)
     if not await decide(ready):
         return Handoff(ready, None)
+    if gate.blocking and not accept_security_findings:
+        refused = security_refused(gate, pending.head, session_id)
+        emit(refused)
+        return Handoff(ready, refused)
+    accepted = finding_lines(gate.blocking)
     data = data_dir(settings)
     try:
         with session_lock(data, session_id):  # held already by `kestrel apply`: taken again
-            applied = await asyncio.to_thread(_apply_marked, data, session_id, pending, view)
+            applied = await asyncio.to_thread(
+                _apply_marked, data, session_id, pending, view, accepted
+            )
             emit(applied)
             if applied.outcome == "applied":
                 _drop(view)
@@ -175,9 +189,12 @@ def _test_hook(step: str) -> None:
             time.sleep(0.02)
 
 
-def _apply_marked(data: Path, session_id: str, pending: Pending, view: View) -> ChangesApplied:
+def _apply_marked(
+    data: Path, session_id: str, pending: Pending, view: View, accepted: tuple[str, ...]
+) -> ChangesApplied:
     """Apply the change, with a marker in the data directory from just before the journal
-    commits until the caller removes it, which says what to log if this process dies."""
+    commits until the caller removes it, which says what to log if this process dies.
+    `accepted` names the security findings the person accepted, for the applied event."""
     journal, real = view.journal.resolve(), view.real.resolve()
     seen, named = journal, None
     if real != view.checkout and journal.is_relative_to(real):
@@ -195,7 +212,7 @@ def _apply_marked(data: Path, session_id: str, pending: Pending, view: View) -> 
     marked: list[Marker] = []
 
     def on_commit(result: ApplyResult) -> None:
-        event = applied_event(result, pending.head)
+        event = applied_event(result, pending.head, accepted)
         marked.append(dataclasses.replace(base, event=event_to_dict(event)))
         write_marker(data, marked[-1])
 
@@ -212,7 +229,7 @@ def _apply_marked(data: Path, session_id: str, pending: Pending, view: View) -> 
         if marked:
             remove_marker(data, session_id)  # undone: the checkout is as it was
         raise
-    return applied_event(result, pending.head)
+    return applied_event(result, pending.head, accepted)
 
 
 @contextlib.contextmanager
@@ -261,8 +278,16 @@ def _drop(view: View) -> None:
     discard_layer(view.layer)
 
 
-def apply_now(store: EventStore, session_id: str, settings: Settings, view: View) -> Handoff:
-    """`kestrel apply`: apply the pending change of a session that is not running."""
+def apply_now(
+    store: EventStore,
+    session_id: str,
+    settings: Settings,
+    view: View,
+    *,
+    accept_security_findings: bool = False,
+) -> Handoff:
+    """`kestrel apply`: apply the pending change of a session that is not running; with
+    `accept_security_findings`, even one the security gate blocks."""
     if view.fresh:  # Nothing was left in an overlay.
         _drop(view)
         return Handoff(None, None)
@@ -273,7 +298,16 @@ def apply_now(store: EventStore, session_id: str, settings: Settings, view: View
     def emit(event: Event) -> None:
         store.append(session_id, event)
 
-    return asyncio.run(hand_off(store, session_id, settings, view, emit=emit, decide=yes))
+    handing = hand_off(
+        store,
+        session_id,
+        settings,
+        view,
+        emit=emit,
+        decide=yes,
+        accept_security_findings=accept_security_findings,
+    )
+    return asyncio.run(handing)
 
 
 def discard(store: EventStore, session_id: str, settings: Settings, view: View) -> Pending | None:

@@ -63,7 +63,7 @@ def test_the_change_is_said_to_be_unverified_and_no_check_runs_the_project(
     (verified,) = _verifications(loop)
     assert (verified.ok, verified.blocking) == (False, False)
     statuses = {check.name: check.status for check in verified.checks}
-    assert statuses == {"syntax": "passed", "pytest": "skipped"}
+    assert statuses == {"syntax": "passed", "pytest": "skipped", "security": "passed"}
     assert verified.report.splitlines()[0] == f"not verified: {WHY}"
     assert not (root / "pytest-ran").exists()
     assert not_verified(verified) == f"not verified: {WHY}"

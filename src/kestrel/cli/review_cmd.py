@@ -17,6 +17,7 @@ from kestrel.cli.render import handoff_lines
 from kestrel.protocol.errors import ConfigError, KestrelError, SessionNotFound
 from kestrel.service import review
 from kestrel.workspace.review import summary_line
+from kestrel.workspace.verify.security import finding_lines
 
 SessionArg = Annotated[str, typer.Argument(help="The session id, or a unique prefix of it.")]
 
@@ -46,6 +47,10 @@ def diff_command(
     noted += [(f.path, f.reason) for f in pending.flags]
     for path, reason in noted:
         console.print(f"  [yellow]⚠ {escape(path)}: {escape(reason)}[/yellow]")
+    for line in finding_lines(pending.security.blocking):
+        console.print(f"  [red]⚠ {escape(line)} (blocks the apply)[/red]")
+    for line in finding_lines(pending.security.reported):
+        console.print(f"  [yellow]⚠ {escape(line)}[/yellow]")
     if stat:
         return
     if sys.stdout.isatty():
@@ -65,9 +70,20 @@ def _style(line: str) -> str:
     return "cyan" if line.startswith("@@") else ""
 
 
-def apply_command(session_id: SessionArg) -> None:
+def apply_command(
+    session_id: SessionArg,
+    accept_security_findings: Annotated[
+        bool,
+        typer.Option(
+            "--accept-security-findings",
+            help="Apply even though the security gate found a secret or a high-severity "
+            "problem in the change (read them first: `kestrel diff`); the findings are "
+            "recorded in the session's log.",
+        ),
+    ] = False,
+) -> None:
     """Apply a session's change to the checkout, all or nothing; conflicts are reported."""
-    raise typer.Exit(_decide(session_id, apply=True))
+    raise typer.Exit(_decide(session_id, apply=True, accept=accept_security_findings))
 
 
 def discard_command(session_id: SessionArg) -> None:
@@ -75,12 +91,14 @@ def discard_command(session_id: SessionArg) -> None:
     raise typer.Exit(_decide(session_id, apply=False))
 
 
-def _decide(session_id: str, *, apply: bool) -> int:
+def _decide(session_id: str, *, apply: bool, accept: bool = False) -> int:
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         store = app.open_store(review.settings_at(Path.cwd()))
         try:
-            decided = review.decide_change(store, session_id, apply=apply)
+            decided = review.decide_change(
+                store, session_id, apply=apply, accept_security_findings=accept
+            )
         finally:
             store.close()
     except (ConfigError, SessionNotFound, KestrelError) as exc:
@@ -103,4 +121,7 @@ def _decide(session_id: str, *, apply: bool) -> int:
     for event in (handoff.ready, handoff.applied):
         for line in handoff_lines(event, sid) if event else ():
             console.print(escape(line))
+    if handoff.applied and handoff.applied.accepted_findings:
+        count = len(handoff.applied.accepted_findings)
+        console.print(f"applied with {count} accepted security finding(s), recorded in the log")
     return 0 if handoff.applied and handoff.applied.outcome == "applied" else EXIT_ERROR

@@ -17,7 +17,7 @@ class ChangedFile:
 
 ApplyOutcome = Literal["applied", "conflicts", "refused", "discarded"]
 CheckStatus = Literal["passed", "failed", "error", "skipped", "timed_out"]
-FailureKind = Literal["test", "lint", "type", "syntax", "build", "error"]
+FailureKind = Literal["test", "lint", "type", "syntax", "build", "security", "error"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,7 +51,8 @@ class VerificationFinished:
     """The how-many-th verification since the person last wrote; failed rounds are bounded."""
     ok: bool
     blocking: bool = False
-    """Whether a failure is one the model can fix (a test, a lint, a type or syntax error)."""
+    """Whether a failure is one the model can fix (a test, a lint, a type or syntax error, a
+    security finding)."""
     paths: tuple[str, ...] = ()
     checks: tuple[CheckOutcome, ...] = ()
     failures: tuple[VerifyFailure, ...] = ()
@@ -84,7 +85,10 @@ class ChangesApplied:
     merged: tuple[str, ...] = ()
     """Paths the person had changed too, whose edits were merged with the session's."""
     problems: tuple[str, ...] = ()
-    """Why nothing was applied, each as `path: reason` (conflicts or refused paths)."""
+    """Why nothing was applied, each as `path: reason` (conflicts, refused paths, or what the
+    security gate found)."""
+    accepted_findings: tuple[str, ...] = ()
+    """Security findings (`file:line: what`) the person accepted to have the change applied."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -76,6 +76,11 @@ class ReviewBody(Strict):
 
     action: Literal["apply", "discard", "reject"]
     feedback: str = Field(default="", max_length=10_000)
+    accept_security_findings: bool = Field(
+        default=False,
+        description="With `apply`: apply even though the security gate found a secret or a "
+        "high-severity problem; the session's log records the accepted findings.",
+    )
 
 
 class ReviewResult(BaseModel):
@@ -225,8 +230,10 @@ async def review(session_id: str, body: ReviewBody, who: Caller, host: Host) -> 
     # Marked running while the change is applied or discarded, so nothing runs it meanwhile.
     if not await asyncio.to_thread(host.registry.claim, session_id, "idle", "running"):
         raise busy
+    accept = body.action == "apply" and body.accept_security_findings
+    args = (body.action, *(("--accept-security-findings",) if accept else ()), session_id)
     try:
-        code, out = await _kestrel(host, hosted.checkout, body.action, session_id)
+        code, out = await _kestrel(host, hosted.checkout, *args)
     finally:
         await asyncio.to_thread(host.registry.claim, session_id, "running", "idle")
     return ReviewResult(action=body.action, ok=code == 0, output=out.strip())

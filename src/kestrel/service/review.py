@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kestrel import app, app_workspace
@@ -23,6 +23,7 @@ from kestrel.workspace.apply import Flag, Refusal, check
 from kestrel.workspace.changes import ChangeSet
 from kestrel.workspace.handoff import pending_change
 from kestrel.workspace.overlay import layer_for
+from kestrel.workspace.verify.security import GateReport, gate_change_set
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +67,8 @@ class PendingDiff:
     refusals: Sequence[Refusal]
     flags: Sequence[Flag]
     diff: str
+    security: GateReport = field(default_factory=GateReport)
+    """What the security gate finds in the change; `blocking` ones stop its apply."""
 
 
 def pending_diff(store: EventStore, raw_id: str) -> tuple[str, PendingDiff | None]:
@@ -83,7 +86,11 @@ def pending_diff(store: EventStore, raw_id: str) -> tuple[str, PendingDiff | Non
     refusals, flags = check(pending.changes)
     base = pending.base or checkpoints.list()[0].id
     text = checkpoints.diff(base, pending.head)
-    return sid, PendingDiff(changes=pending.changes, refusals=refusals, flags=flags, diff=text)
+    gate = gate_change_set(pending.changes)
+    waiting = PendingDiff(
+        changes=pending.changes, refusals=refusals, flags=flags, diff=text, security=gate
+    )
+    return sid, waiting
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,8 +104,13 @@ class Decided:
     discarded: ChangeSet | None = None
 
 
-def decide_change(store: EventStore, raw_id: str, *, apply: bool) -> Decided:
-    """Apply the session's waiting change to its checkout (all or nothing) or discard it."""
+def decide_change(
+    store: EventStore, raw_id: str, *, apply: bool, accept_security_findings: bool = False
+) -> Decided:
+    """Apply the session's waiting change to its checkout (all or nothing) or discard it.
+
+    A change the security gate blocks (a secret, a high-severity finding) is refused unless
+    `accept_security_findings` says the person read and accepted its findings."""
     found = session_dir(store, raw_id)
     sid = found.session_id
     if apply:
@@ -118,7 +130,9 @@ def decide_change(store: EventStore, raw_id: str, *, apply: bool) -> Decided:
             dropped = app_workspace.discard(store, sid, settings, view)
             changes = dropped.changes if dropped else None
             return Decided(session_id=sid, outcome="discarded", discarded=changes)
-        handoff = app_workspace.apply_now(store, sid, settings, view)
+        handoff = app_workspace.apply_now(
+            store, sid, settings, view, accept_security_findings=accept_security_findings
+        )
     if handoff.ready is None:
         return Decided(session_id=sid, outcome="nothing")
     return Decided(session_id=sid, outcome="applied", handoff=handoff)

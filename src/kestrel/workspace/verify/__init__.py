@@ -4,6 +4,9 @@ structured failures the model can act on.
     checks = detect_checks(root, ["src/app/calc.py"])
     report = await Verifier(executor, root).run(checks)
     print(report.render())
+
+    gate = security_gate(root, ["src/app/calc.py"], baseline=baseline)
+    print(gate.blocking)  # secrets and high-severity findings on the lines the change added
 """
 
 from kestrel.workspace.verify.detect import Check, Which, detect_checks, normalize_paths
@@ -19,6 +22,7 @@ from kestrel.workspace.verify.parsers import PARSERS, OutputParser, ParserName, 
 from kestrel.workspace.verify.project import DiskFiles, MemoryFiles, ProjectFiles
 from kestrel.workspace.verify.related import RelatedTests, related_test_tiers, related_tests
 from kestrel.workspace.verify.runner import Verifier, judge
+from kestrel.workspace.verify.security import GateReport, gate_change_set, security_gate
 from kestrel.workspace.verify.syntax import syntax_failures
 
 __all__ = [
@@ -29,6 +33,7 @@ __all__ = [
     "DiskFiles",
     "Failure",
     "FailureKind",
+    "GateReport",
     "MemoryFiles",
     "OutputParser",
     "Parsed",
@@ -39,10 +44,12 @@ __all__ = [
     "Verifier",
     "Which",
     "detect_checks",
+    "gate_change_set",
     "judge",
     "normalize_paths",
     "parse_output",
     "related_test_tiers",
     "related_tests",
+    "security_gate",
     "syntax_failures",
 ]

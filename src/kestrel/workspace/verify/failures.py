@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-FailureKind = Literal["test", "lint", "type", "syntax", "build", "error"]
+FailureKind = Literal["test", "lint", "type", "syntax", "build", "security", "error"]
 CheckStatus = Literal["passed", "failed", "error", "skipped", "timed_out"]
 
 MAX_MESSAGE_LINES = 12
@@ -74,6 +74,15 @@ class Failure:
         if len(message) > room:
             message = message[: room - 1] + "…"
         return f"{head}{message}{test}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem the security gate found on a line the change added: the failure the model
+    sees, and whether it stops the change from being applied without a person's decision."""
+
+    failure: Failure
+    blocking: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,20 +1,24 @@
 """Verification as a session runs it: pick the checks for the changed files, run them in the
-workspace through the command executor, and report a `verification_finished` event."""
+workspace through the command executor, add the security gate, and report a
+`verification_finished` event."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from kestrel.protocol.events import CheckOutcome, VerificationFinished, VerifyFailure
+from kestrel.workspace.verify.changed_text import Baseline
 from kestrel.workspace.verify.detect import Which, detect_checks
 from kestrel.workspace.verify.failures import CheckResult, VerificationReport
 from kestrel.workspace.verify.imports import own_missing_modules
 from kestrel.workspace.verify.runner import CommandExecutor, Verifier
+from kestrel.workspace.verify.security import gate_check, security_gate
 
-FIXABLE = frozenset({"test", "lint", "type", "syntax", "build"})
+FIXABLE = frozenset({"test", "lint", "type", "syntax", "build", "security"})
 """Failure kinds the model can act on; an `error` (a tool missing or crashing) is only shown."""
 MAX_FAILURES_IN_EVENT = 100
 NOT_RUN = "not run: it runs the project's own code, which Kestrel does unasked only in the sandbox"
@@ -33,7 +37,10 @@ class SessionVerifier:
     With `unconfined` set, the session's commands run outside any sandbox: a check that would
     run the project's own programs (its tests, linters, build) is not run on its own, and the
     event says plainly that the change was not verified, and why. Checks Kestrel makes itself
-    (syntax) still run.
+    (syntax, the security gate) still run.
+
+    The security gate scans only the lines the change added: `baseline` says what each changed
+    file held when the change began (without one, whole changed files are scanned).
     """
 
     def __init__(
@@ -44,12 +51,14 @@ class SessionVerifier:
         timeout_s: float = 300.0,
         which: Which = shutil.which,
         unconfined: Unconfined | None = None,
+        baseline: Baseline | None = None,
     ) -> None:
         self._executor = executor
         self._root = root
         self._timeout_s = timeout_s
         self._which = which
         self._unconfined = unconfined
+        self._baseline = baseline
 
     async def verify(self, paths: Sequence[str]) -> VerificationFinished:
         """Run the checks `paths` call for and report them; round 1 (the loop renumbers)."""
@@ -58,6 +67,9 @@ class SessionVerifier:
         run = [c for c in checks if c not in held]
         report = await Verifier(self._executor, self._root, timeout_s=self._timeout_s).run(run)
         report = own_missing_modules(report, self._root, paths)
+        gate = await asyncio.to_thread(security_gate, self._root, paths, baseline=self._baseline)
+        if (security := gate_check(gate)) is not None:
+            report = VerificationReport((*report.checks, security))
         if not held or self._unconfined is None:
             return verification_event(report, paths)
         why = await self._unconfined()
