@@ -114,8 +114,14 @@ def world(tmp_path: Path) -> Iterator[World]:
 def test_a_session_becomes_a_pull_request_whose_review_comes_back_as_a_fix(world: World) -> None:
     script = f"scripted:{world.tmp / 'script.json'}"
     run = world.kestrel(
-        "-p", "fix add in calc.py", "--model", script, "--output-format", "json",
-        "--permission-mode", "accept-edits",
+        "-p",
+        "fix add in calc.py",
+        "--model",
+        script,
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "accept-edits",
     )
     session_id = json.loads(run.stdout)["session_id"]
 
@@ -124,8 +130,17 @@ def test_a_session_becomes_a_pull_request_whose_review_comes_back_as_a_fix(world
     pull = world.forge.pulls[0]
     assert pull["base"] == "main" and pull["head"].startswith("kestrel/fix-add-in-calc-py-")
     text = pull["body"]
-    for part in ("## Task", "fix add in calc.py", "## Change", "`calc.py` | 1 | 1",
-                 "## Verification", "## Cost", "scripted:", "<details>", "edit_file"):
+    for part in (
+        "## Task",
+        "fix add in calc.py",
+        "## Change",
+        "`calc.py` | 1 | 1",
+        "## Verification",
+        "## Cost",
+        "scripted:",
+        "<details>",
+        "edit_file",
+    ):
         assert part in text, part
     head = world.git.rev_parse("acme/shop", pull["head"])
     message = world.git.commit_message("acme/shop", head)
@@ -164,8 +179,16 @@ def test_bad_input_is_a_clear_error(world: World) -> None:
     usage = world.kestrel("pr", "a", "b", "c", check=False)
     assert usage.returncode == 2 and "kestrel pr sync ID" in usage.stderr
     script = f"scripted:{world.tmp / 'script.json'}"
-    run = world.kestrel("-p", "fix add", "--model", script, "--output-format", "json",
-                        "--permission-mode", "accept-edits")
+    run = world.kestrel(
+        "-p",
+        "fix add",
+        "--model",
+        script,
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "accept-edits",
+    )
     session_id = json.loads(run.stdout)["session_id"]
     not_yet = world.kestrel("pr", "sync", session_id, check=False)
     assert not_yet.returncode == 1 and "has no pull request" in not_yet.stderr
@@ -173,3 +196,38 @@ def test_bad_input_is_a_clear_error(world: World) -> None:
     refused = world.kestrel("pr", session_id, check=False)
     assert refused.returncode == 1 and "git push to origin failed" in refused.stderr
     assert "wrong" not in refused.stderr.replace("wrong token", "")
+
+
+def test_a_change_that_adds_a_secret_is_not_pushed_unless_accepted(world: World) -> None:
+    key = "AKIA" + "Z3MNQ7T4XKD2LW5P"
+    script = world.tmp / "secret.json"
+    edit = {"path": "calc.py", "old_str": "def half", "new_str": f'KEY = "{key}"\n\n\ndef half'}
+    script.write_text(
+        json.dumps([{"tool_calls": [{"name": "edit_file", "arguments": edit}]}, {"text": "ok"}])
+    )
+    run = world.kestrel(
+        "-p",
+        "add the key",
+        "--model",
+        f"scripted:{script}",
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "accept-edits",
+        check=False,
+    )
+    session_id = json.loads(run.stdout)["session_id"]
+    refused = world.kestrel("pr", session_id, check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "nothing was pushed" in refused.stderr and "calc.py:5 adds an AWS access key" in refused.stderr
+    assert key not in refused.stderr
+    assert world.forge.pulls == []
+    branches = subprocess.run(
+        ["git", "-C", str(world.root), "branch", "--list", "kestrel/*"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert branches.stdout == ""
+    accepted = world.kestrel("pr", session_id, "--accept-security-findings")
+    assert "opened pull request #1" in accepted.stdout

@@ -44,6 +44,14 @@ def pr_command(
         str | None,
         typer.Option("--repository", help="owner/name on the forge (default: from the remote)."),
     ] = None,
+    accept_security_findings: Annotated[
+        bool,
+        typer.Option(
+            "--accept-security-findings",
+            help="Push even a change the security gate blocks (a secret, a high-severity "
+            "finding); it is your decision.",
+        ),
+    ] = False,
     permission_mode: Annotated[
         PermissionMode,
         typer.Option("--permission-mode", help="The mode of the follow-up `sync` runs."),
@@ -64,6 +72,7 @@ def pr_command(
         draft=draft,
         api_url=api_url or os.environ.get(_API_ENV) or "https://api.github.com",
         repository=repository,
+        accept_security_findings=accept_security_findings,
     )
     raise typer.Exit(_run(words[-1], options, sync=sync, mode=permission_mode))
 

@@ -111,6 +111,23 @@ def numstat(checkout: Path, patch: bytes) -> str:
     return _checked(_git(checkout, "apply", "--numstat", stdin=patch))
 
 
+def changed_files(checkout: Path, base: str, commit: str) -> list[str]:
+    """The paths `commit` changes over `base` (renames as their new path)."""
+    listed = _checked(_git(checkout, "diff", "--name-only", "-z", "--no-renames", base, commit))
+    return [path for path in listed.split("\0") if path]
+
+
+def file_at(checkout: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of `path` in `commit`; None where it does not exist."""
+    done = _git(checkout, "cat-file", "blob", f"{commit}:{path}")
+    return done.stdout if done.ok else None
+
+
+def delete_branch(checkout: Path, name: str) -> None:
+    """Remove a branch made for a push that did not happen."""
+    _git(checkout, "update-ref", "-d", f"refs/heads/{name}")
+
+
 def parent_of(checkout: Path, commit: str) -> str:
     """The first parent of `commit`."""
     return _checked(_git(checkout, "rev-parse", "--verify", f"{commit}^1^{{commit}}")).strip()

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from kestrel import memory_store
 from kestrel.app_store import data_dir
-from kestrel.delivery import body, branch
+from kestrel.delivery import body, branch, gate
 from kestrel.delivery.branch import DeliveryError, Remote
 from kestrel.delivery.forge import GITHUB_API, CheckRun, GitHub, ReviewComment
 from kestrel.protocol.events import Event, PullRequestOpened, PullRequestSynced, SessionFinished
@@ -38,6 +38,8 @@ class PullOptions:
     api_url: str = GITHUB_API
     repository: str | None = None
     """`owner/name`; read from the remote's URL when None."""
+    accept_security_findings: bool = False
+    """Push even what the security gate blocks (the person decided)."""
 
 
 def forge_host(api_url: str) -> str:
@@ -67,6 +69,14 @@ def open_pull_request(
     commit = branch.commit_change(
         checkout, base=base_commit, parent=base_commit, patch=patch, message=message, branch=name
     )
+    try:
+        gate.refuse_blocking(
+            gate.check_commit(checkout, base_commit, commit),
+            accepted=options.accept_security_findings,
+        )
+    except DeliveryError:
+        branch.delete_branch(checkout, name)
+        raise
     branch.push(checkout, where, name, token=token, forge_host=forge_host(options.api_url))
     repository = options.repository or where.repository()
     forge = GitHub(options.api_url, token, repository)
@@ -177,6 +187,12 @@ def _push_fix(
     if branch.same_tree(checkout, commit, parent):
         branch.reset_branch(checkout, opened.branch, parent)
         return ""
+    report = gate.check_commit(checkout, parent, commit)
+    try:
+        gate.refuse_blocking(report, accepted=options.accept_security_findings)
+    except DeliveryError:
+        branch.reset_branch(checkout, opened.branch, parent)
+        raise
     where: Remote = branch.remote(checkout, options.remote)
     branch.push(checkout, where, opened.branch, token=token, forge_host=forge_host(options.api_url))
     return commit
