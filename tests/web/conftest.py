@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running.start()
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def patient_expectations() -> None:
+    """Expectations wait up to 20 s for the page (not Playwright's 5): the machines that run
+    these tests are shared, and a loaded one is slow, not wrong."""
+    if importlib.util.find_spec("playwright") is not None:
+        from playwright.sync_api import expect
+
+        expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(scope="module")

@@ -96,7 +96,7 @@ def test_a_task_from_the_form_is_approved_reviewed_and_applied(
     page.get_by_role("button", name="Allow once").press("Enter")
     expect(page.get_by_role("heading", name="Review the change")).to_be_visible(timeout=60_000)
     expect(page.locator(".diff .line.add")).to_have_text(["+hi"])
-    expect(page.locator(".diff .line.file")).to_have_text(["--- /dev/null", "+++ b/made.txt"])
+    expect(page.locator(".diff .diff-file > summary")).to_have_text(["made.txt +1 -0"])
     page.screenshot(path=str(shots / "panel-review.png"), full_page=True)
     _renders_the_log_once(page, client, sid)
     _survives_a_dropped_connection(page, server, console)

@@ -1,12 +1,31 @@
-// The change waiting for review: its diff, whose lines take comments, and apply, discard, send
-// back (with the comments and an overall note, as one message to the model), download patch.
+// The change waiting for review: its diff per file, unified or side by side (the choice kept in
+// localStorage), whose lines take comments, and apply, discard, send back (with the comments and
+// an overall note, as one message to the model), download patch.
 
 import { call, sessionPath as path } from "./api.js";
 import { el, say } from "./dom.js";
 import { busy } from "./decisions.js";
-import { placeOf, renderDiff } from "./diff.js";
+import { VIEWS, parseDiff, placeOf, renderDiff } from "./diff.js";
 
 const MAX_FEEDBACK = 10_000; // What the server takes.
+const VIEW_KEY = "kestrel.diffView";
+
+/** The diff view last chosen in this browser ("unified" unless "split" was). */
+export function savedView() {
+  try {
+    return localStorage.getItem(VIEW_KEY) === "split" ? "split" : "unified";
+  } catch {
+    return "unified"; // Storage refused (a private window's settings): the default.
+  }
+}
+
+function saveView(view) {
+  try {
+    localStorage.setItem(VIEW_KEY, view);
+  } catch {
+    // Not kept: the choice holds for this page only.
+  }
+}
 
 /** Fetch the session's patch with the token and save it as a file. */
 export async function downloadPatch(id) {
@@ -32,34 +51,57 @@ export function feedbackText(comments, note) {
   return parts.join("\n\n");
 }
 
-/** The comments being written on the diff's lines, one box under each line commented on. */
+/** The comments being written on the diff's lines, one box under each line commented on; the
+ * boxes move to the rows of the other view when the view changes. */
 class LineComments {
   constructor() {
     this.open = []; // { line, box, text }
     this.made = 0;
+    this.rows = new Map(); // line -> the row that shows it in the diff on the page
+    this.order = []; // The diff's lines, in order.
     this.changed = () => {};
   }
 
-  /** Open (or go back to) the comment box of `line`, shown under its `row`. */
-  at(line, row) {
+  /** Show the comments under the rows of a newly drawn diff of `lines`. */
+  follow(lines, rows) {
+    [this.order, this.rows] = [lines, rows];
+    for (const entry of this.open) this.place(entry);
+  }
+
+  /** Put a comment's box under its line's row, after the boxes already there. */
+  place(entry) {
+    let anchor = this.rows.get(entry.line);
+    while (anchor?.nextElementSibling?.classList.contains("line-comment")) anchor = anchor.nextElementSibling;
+    anchor?.after(entry.box);
+  }
+
+  /** The comment button of `line` in the diff on the page. */
+  button(line) {
+    const label = `Comment on ${placeOf(line)}`;
+    return [...(this.rows.get(line)?.querySelectorAll("button.comment-on") || [])]
+      .find((b) => b.getAttribute("aria-label") === label);
+  }
+
+  /** Open (or go back to) the comment box of `line`, shown under its row. */
+  at(line) {
     const known = this.open.find((c) => c.line === line);
     if (known) return known.text.focus();
     this.made += 1;
     const text = el("textarea", { id: `line-comment-${this.made}`, rows: "2" });
     const entry = { line, text };
     const remove = el("button", { type: "button", text: "Remove comment",
-      "aria-label": `Remove the comment on ${placeOf(line)}` });
+      "aria-label": `Remove comment on ${placeOf(line)}` });
     entry.box = el("div", { class: "line-comment" },
       el("label", { for: text.id, text: `Your comment on ${placeOf(line)}` }), text,
       el("div", { class: "actions" }, remove));
     remove.addEventListener("click", () => {
       this.open = this.open.filter((c) => c !== entry);
       entry.box.remove();
-      row.querySelector("button")?.focus();
+      this.button(line)?.focus();
       this.changed();
     });
     text.addEventListener("input", () => this.changed());
-    row.after(entry.box);
+    this.place(entry);
     this.open.push(entry);
     text.focus();
     this.changed();
@@ -67,11 +109,28 @@ class LineComments {
 
   /** The comments with text, in the diff's order. */
   written() {
-    const before = (a, b) => (a.box.compareDocumentPosition(b.box) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1);
-    return [...this.open].sort(before)
+    const at = (c) => this.order.indexOf(c.line);
+    return [...this.open].sort((a, b) => at(a) - at(b))
       .map(({ line, text }) => ({ line, text: text.value.trim() }))
       .filter((c) => c.text);
   }
+}
+
+/** The diff with its view switch: Unified or Side by side, the one showing pressed. */
+function diffView(text, comments) {
+  const lines = parseDiff(text);
+  const holder = el("div", { class: "diff-holder" });
+  const buttons = Object.entries(VIEWS).map(([view, label]) => el("button", {
+    type: "button", class: "view-choice", "data-view": view, text: label, onclick: () => show(view) }));
+  const show = (view) => {
+    saveView(view);
+    buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.view === view)));
+    const diff = renderDiff(lines, view, (line) => comments.at(line));
+    holder.replaceChildren(diff);
+    comments.follow(lines, diff.rows);
+  };
+  show(savedView());
+  return [el("div", { class: "actions view-switch", role: "group", "aria-label": "Show the diff" }, buttons), holder];
 }
 
 /** The review panel of session `id`; `done(output)` once the change was decided. */
@@ -102,7 +161,7 @@ export async function reviewPanel(id, done) {
   panel.append(
     el("h2", { id: "review-title", text: "Review the change" }),
     el("p", { class: "muted", text: "The + button on a line adds a comment on it, sent back with the note below." }),
-    renderDiff(diff, (line, row) => comments.at(line, row)),
+    ...diffView(diff, comments),
     el("div", { class: "actions" },
       el("button", { type: "button", class: "primary", text: "Apply", onclick: () => review({ action: "apply" }) }),
       el("button", { type: "button", class: "danger", text: "Discard", onclick: () => review({ action: "discard" }) }),

@@ -1,8 +1,12 @@
 // The session's events as a timeline: user messages, the model's text (assembled from its
-// deltas), tool calls with their output, permission decisions, checkpoints and the finish.
+// deltas), tool calls with their output (terminal colours kept), permission decisions,
+// checkpoints, subagents (a group each), the guards' one-line notes and the finish.
 // Each record is applied once, in order: a record at or before the last seq is ignored.
 
 import { el, tokens, dollars } from "./dom.js";
+import { AnsiWriter, writeAnsi } from "./ansi.js";
+import { GUARDS } from "./guards.js";
+import { SUBAGENTS, subagentGroup } from "./subagents.js";
 
 const LONG_OUTPUT = { lines: 12, chars: 1500 };
 
@@ -26,13 +30,23 @@ export class Timeline {
   }
 
   item(kind, label, ...body) {
+    return this.itemIn(this.root, kind, label, ...body);
+  }
+
+  /** An item in `list`: the timeline, or a subagent's group. */
+  itemIn(list, kind, label, ...body) {
     const node = el("li", { class: `ev ev-${kind}` }, el("span", { class: "ev-label", text: label }), ...body);
-    this.root.append(node);
+    list.append(node);
     return node;
   }
 
-  note(text, kind = "note") {
-    return this.item(kind, "", el("span", { text }));
+  note(text, kind = "note", list = this.root) {
+    return this.itemIn(list, kind, "", el("span", { text }));
+  }
+
+  /** Where the events of call `callId` go: its subagent's group, else the timeline. */
+  listOf(callId) {
+    return this.tool(callId)?.nested || this.root;
   }
 
   text(requestId, text, replace = false) {
@@ -62,9 +76,10 @@ export function argumentsText(raw) {
   }
 }
 
-/** Output in a <pre>, inside a collapsed <details> when it is long. */
-function outputBlock(text, isError) {
-  const pre = el("pre", { class: isError ? "output failed" : "output", text });
+/** Output in a <pre> (its terminal colours as classes), inside a collapsed <details> when it
+ * is long. */
+export function outputBlock(text, isError) {
+  const pre = writeAnsi(el("pre", { class: isError ? "output failed" : "output" }), text);
   const lines = text.split("\n").length;
   if (lines <= LONG_OUTPUT.lines && text.length <= LONG_OUTPUT.chars) return pre;
   return el("details", { class: "long-output" }, el("summary", { text: `Output (${lines} lines)` }), pre);
@@ -75,6 +90,8 @@ function files(changes) {
 }
 
 const RENDER = {
+  ...GUARDS,
+  ...SUBAGENTS,
   session_started(e) {
     this.note(`Started on ${e.model} in ${e.permission_mode} mode.`, "meta");
   },
@@ -88,6 +105,7 @@ const RENDER = {
     if (e.message && e.message.text) this.text(e.request_id, e.message.text, true);
   },
   tool_call_requested(e) {
+    if (e.call.name === "task") return subagentGroup(this, e.call);
     const status = el("span", { class: "tool-status", text: "requested" });
     const output = el("div", { class: "tool-output" });
     const item = this.item("tool", e.call.name, status,
@@ -96,7 +114,7 @@ const RENDER = {
     this.tools.set(e.call.id, { item, status, output, live: null });
   },
   approval_requested(e) {
-    this.note(`Asked you about ${e.name}: ${e.reason}`, "ask");
+    this.note(`Asked you about ${e.name}: ${e.reason}`, "ask", this.listOf(e.call_id));
     const tool = this.tool(e.call_id);
     if (tool) tool.status.textContent = "waiting for your approval";
   },
@@ -106,7 +124,8 @@ const RENDER = {
   },
   permission_decided(e) {
     const why = [e.decided_by, e.reason].filter(Boolean).join(": ");
-    this.item("permission", e.decision === "allow" ? "Allowed" : "Denied", el("span", { text: why }))
+    const label = e.decision === "allow" ? "Allowed" : "Denied";
+    this.itemIn(this.listOf(e.call_id), "permission", label, el("span", { text: why }))
       .classList.add(e.decision === "allow" ? "allowed" : "denied");
   },
   tool_started(e) {
@@ -116,8 +135,11 @@ const RENDER = {
   tool_output_chunk(e) {
     const tool = this.tool(e.call_id);
     if (!tool) return;
-    if (!tool.live) tool.output.append((tool.live = el("pre", { class: "output" })));
-    tool.live.textContent += e.text;
+    if (!tool.live) {
+      tool.output.append((tool.live = el("pre", { class: "output" })));
+      tool.writer = new AnsiWriter(tool.live);
+    }
+    tool.writer.write(e.text);
   },
   tool_finished(e) {
     const tool = this.tool(e.call_id);
@@ -126,6 +148,7 @@ const RENDER = {
     tool.status.textContent = (e.is_error ? "failed" : e.interrupted ? "interrupted" : "done") + code;
     tool.output.replaceChildren(outputBlock(e.content, e.is_error));
     tool.live = null;
+    tool.finished?.(e);
   },
   file_changed(e) {
     const tool = this.tool(e.call_id);
