@@ -29,6 +29,7 @@ from kestrel.cli.render import (
     StreamJsonFrontend,
 )
 from kestrel.protocol.events import SessionFinished
+from kestrel.service.decisions import requested_at
 from kestrel.store.base import EventStore
 
 if TYPE_CHECKING:  # The agent loop imports every tool; the commands that run one import it.
@@ -91,7 +92,8 @@ async def drive(
     consumer = asyncio.create_task(frontend.consume(store.subscribe(loop.session_id, after_seq)))
     main = asyncio.current_task()
     assert main is not None
-    watcher = asyncio.create_task(watch_for_cancel(store, loop.session_id, after_seq, main.cancel))
+    watch_from = requested_at(after_seq)
+    watcher = asyncio.create_task(watch_for_cancel(store, loop.session_id, watch_from, main.cancel))
     with interrupts.on_signals(main.cancel):
         try:
             finished = await (loop.send(message) if message is not None else loop.run())

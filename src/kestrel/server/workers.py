@@ -22,7 +22,7 @@ from pathlib import Path
 from kestrel.protocol.events import UserMessage
 from kestrel.server.queue import FairQueue
 from kestrel.server.registry import Hosted, Registry, Status
-from kestrel.service.decisions import status_of
+from kestrel.service.decisions import RUN_REQUESTED_AT, status_of
 from kestrel.store.sqlite import SQLiteStore
 
 ENV_PASSED = (
@@ -200,7 +200,7 @@ class Pool:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=hosted.checkout,
-                env=self._env(),
+                env={**self._env(), RUN_REQUESTED_AT: str(mark)},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=said,

@@ -7,6 +7,7 @@ The plan decision returns what the model is told next: the caller runs the sessi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,18 @@ from kestrel.tools.plan import PlanInvalid
 
 class NotRunning(KestrelError):
     """A stop was asked of a session that has finished."""
+
+
+RUN_REQUESTED_AT = "KESTREL_RUN_REQUESTED_AT"
+"""Set by whoever starts a process for a run: the log's last seq when the run was asked for.
+A stop asked for between then and the process's start (while a server's worker launched it)
+must stop the run too, not be lost."""
+
+
+def requested_at(after_seq: int) -> int:
+    """Where a run looks for a stop from: when it was asked for, if that is earlier."""
+    raw = os.environ.get(RUN_REQUESTED_AT, "")
+    return min(after_seq, int(raw)) if raw.isdigit() else after_seq
 
 
 def decide_plan(
