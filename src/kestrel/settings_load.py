@@ -127,8 +127,12 @@ def settings_files(cwd: Path, *, env: Mapping[str, str], home: Path) -> list[Pat
     servers' JSON), the repository's (its `.mcp.json`, then its TOML)."""
     user = user_settings_path(env=env, home=home)
     project_mcp = project_mcp_file(cwd.resolve())
-    return [user, user.parent / USER_FILE, *([project_mcp] if project_mcp else []),
-            *_project_files(cwd.resolve())]
+    return [
+        user,
+        user.parent / USER_FILE,
+        *([project_mcp] if project_mcp else []),
+        *_project_files(cwd.resolve()),
+    ]
 
 
 def _load(
@@ -274,8 +278,13 @@ def _file_layer(path: Path, home: Path) -> _Layer:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if path.suffix == ".json":
-        return _Layer(origin=str(path), data=json_layer_data(path, raw), names={}, file=path,
-                      sha256=digest(raw))
+        return _Layer(
+            origin=str(path),
+            data=json_layer_data(path, raw),
+            names={},
+            file=path,
+            sha256=digest(raw),
+        )
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -148,7 +148,9 @@ def test_a_session_becomes_a_pull_request_whose_review_comes_back_as_a_fix(world
     assert "a + b" in world.git.show_file("acme/shop", head, "calc.py")
 
     first = world.forge.add_review_comment("acme/shop", 1, "calc.py", 6, "use integer division")
-    second = world.forge.add_review_comment("acme/shop", 1, "calc.py", 2, "please keep this")
+    second = world.forge.add_review_comment(
+        "acme/shop", 1, "calc.py", 2, "we always use integer division for halves"
+    )
     synced = world.kestrel("pr", "sync", session_id)
     assert "2 comments and 0 failed checks sent to the session" in synced.stdout
     fixed = world.git.rev_parse("acme/shop", pull["head"])
@@ -157,8 +159,22 @@ def test_a_session_becomes_a_pull_request_whose_review_comes_back_as_a_fix(world
     assert sorted(c for c, _ in world.forge.replies) == sorted([first, second])
     assert all(f"Changed in {fixed[:10]}" in body for _, body in world.forge.replies)
 
+    assert "a convention to remember? We always use integer division for halves" in synced.stdout
     again = world.kestrel("pr", "sync", session_id)
     assert "no new review comments" in again.stdout
+    kept = world.kestrel("memory", "accept", session_id)
+    assert "remembered" in kept.stdout
+    memory = (world.root / ".kestrel" / "memory.md").read_text()
+    assert "- We always use integer division for halves <!-- kestrel: review of pull" in memory
+    done = world.tmp / "done.json"
+    done.write_text(json.dumps([{"text": "Nothing to do."}]))
+    later = world.kestrel("-p", "look", "--model", f"scripted:{done}", "--output-format", "json")
+    learned = [
+        e["text"]
+        for e in world.events(json.loads(later.stdout)["session_id"])
+        if e["type"] == "context_added" and e["source"] == "memory"
+    ]
+    assert learned and "We always use integer division for halves" in learned[0]
 
     events = world.events(session_id)
     kinds = [e["type"] for e in events]
