@@ -254,10 +254,19 @@ def run(
             "before anything is changed (headless: decide with `kestrel plan approve|reject`).",
         ),
     ] = False,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Line mode in a terminal too: print events line by line and ask on stdin "
+            "instead of opening the full-screen view.",
+        ),
+    ] = False,
     version: Version = False,
 ) -> None:
     """Kestrel: give it a task; it finds the code, edits it, runs the tests, and shows the diff."""
     from kestrel.cli.session_runner import RunRequest, run_request
+    from kestrel.cli.tui_cmd import launch_tui, wants_tui
 
     request = RunRequest(
         task=task,
@@ -278,6 +287,8 @@ def run(
         plan=plan,
         wait_for_approvals=wait_for_approvals,
     )
+    if wants_tui(headless=print_mode, plain=plain):
+        raise typer.Exit(launch_tui(request))
     raise typer.Exit(run_request(request))
 
 
