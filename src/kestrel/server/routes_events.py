@@ -84,8 +84,9 @@ async def _sse(host: Host, hosted: Hosted, after: int) -> AsyncIterator[str]:
                 if status != said_status:
                     said_status = status
                     yield f"event: status\ndata: {json.dumps({'status': status})}\n\n"
-            try:
-                record = await asyncio.wait_for(buffer.get(), STATUS_EVERY_S)
+            try:  # asyncio.timeout: 3.11's wait_for can swallow the cancel of a closed stream
+                async with asyncio.timeout(STATUS_EVERY_S):
+                    record = await buffer.get()
             except TimeoutError:
                 quiet_s += STATUS_EVERY_S
                 if quiet_s >= HEARTBEAT_S:

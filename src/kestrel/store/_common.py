@@ -145,8 +145,11 @@ async def follow(
                 last = record.seq
             if batch:
                 continue
+            # Not `asyncio.wait_for`: on Python 3.11 it can swallow a cancellation that lands
+            # as the flag is set, and a cancelled reader would then poll forever.
             try:
-                await asyncio.wait_for(flag.wait(), poll_s)
+                async with asyncio.timeout(poll_s):
+                    await flag.wait()
             except TimeoutError:
                 continue
     finally:
