@@ -7,6 +7,8 @@ model, in a temporary project with its home and data in a temporary folder:
 
 - `stream`: one reply of `--words` words, streamed piece by piece; prints the pieces the log
   holds (streamed tokens), the driver's writes (frames) and the bytes written, per token;
+- `echo`: a command that prints about 10 MB while a key is typed into the prompt every
+  0.25 s; prints how long each took to show (p50, p99, max);
 - `long`: a session of about `--events` log records (turns that say a line and search);
   prints the records, the widgets on screen, and the process's peak resident memory.
 
@@ -41,6 +43,17 @@ def _script(kind: str, words: int, events: int) -> list[dict[str, Any]]:
     if kind == "stream":
         text = " ".join(f"word{i}" + ("\n\n" if i % 60 == 59 else "") for i in range(words))
         return [{"text": text, "usage": usage}]
+    if kind == "echo":
+        # About 10 MB of command output, while keys are typed into the prompt.
+        # 100 chunks of 100 KB, a little apart, so keys are typed while it streams.
+        command = (
+            "python3 -c 'import sys, time\n"
+            "for _ in range(100):\n"
+            "    sys.stdout.write((\"x\" * 99 + \"\\n\") * 1000); sys.stdout.flush(); "
+            "time.sleep(0.05)'"
+        )
+        call = {"name": "bash", "arguments": {"command": command, "timeout": 600}}
+        return [{"tool_calls": [call], "usage": usage}, {"text": "Done.", "usage": usage}]
     turns = max(events // 10, 1)  # A turn that says a line and searches logs about ten.
     script: list[dict[str, Any]] = [
         {
@@ -70,7 +83,12 @@ def child(kind: str, script: Path, out: Path) -> None:
             super().write(data)
 
     cwd = Path.cwd()
-    flags = {"model": f"scripted:{script}", "workspace": "direct", "max_turns": 100_000}
+    flags: dict[str, object] = {
+        "model": f"scripted:{script}",
+        "workspace": "direct",
+        "max_turns": 100_000,
+        "allow": ["Bash(python3 -c *)"],  # no question stops the echo run's command
+    }
     settings = settings_for(cwd, flags)
     store = app.open_store(settings)
     view = KestrelApp(store, settings, cwd, ViewOptions(task="go", timings=False))
@@ -84,7 +102,11 @@ def child(kind: str, script: Path, out: Path) -> None:
             view.exit(0)
 
     view.call_later(lambda: view.set_interval(0.5, check))
+    echoes: list[float] = []
+    if kind == "echo":
+        view.call_later(lambda: _type_while_busy(view, echoes))
     view.run()
+    counts["echo_ms"] = echoes  # type: ignore[assignment]
     sid = view.driver.session_id or ""
     records = store.read(sid) if sid else []
     tokens = sum(1 for r in records if r.event.type == "model_text_delta")
@@ -96,6 +118,30 @@ def child(kind: str, script: Path, out: Path) -> None:
     }
     out.write_text(json.dumps(figures))
     store.close()
+
+
+def _type_while_busy(view: Any, echoes: list[float]) -> None:
+    """Every 0.25 s while the step runs, type a key into the prompt as the terminal would and
+    time until the prompt shows it (the view's queue is what a busy view delays)."""
+    from kestrel.tui.prompt import PromptInput
+
+    pending: dict[str, float] = {}
+
+    def type_one() -> None:
+        if not view.driver.busy or pending:
+            return
+        pending["at"] = time.perf_counter()
+        pending["length"] = len(view.query_one(PromptInput).text)
+        view.simulate_key("z")
+
+    def watch() -> None:
+        if pending and len(view.query_one(PromptInput).text) > pending["length"]:
+            echoes.append((time.perf_counter() - pending.pop("at")) * 1000)
+            pending.clear()
+
+    view.query_one(PromptInput).focus()
+    view.set_interval(0.25, type_one)
+    view.set_interval(0.002, watch)
 
 
 def measure(kind: str, words: int, events: int) -> dict[str, Any]:
@@ -154,6 +200,12 @@ def main() -> None:
     print(f"stream: {stream.get('tokens')} streamed tokens (log pieces), {COLUMNS}x{ROWS}")
     print(f"  frames written: {writes} ({writes / tokens:.3f} per token)")
     print(f"  bytes written:  {written} ({written / tokens:.1f} per token)")
+    echo = measure("echo", args.words, args.events)
+    typed = sorted(echo.get("echo_ms") or [0.0])
+    p99 = typed[min(len(typed) - 1, int(0.99 * len(typed)))]
+    print(f"echo: {len(echo.get('echo_ms') or [])} keys typed while ~10 MB of output streamed")
+    print(f"  key -> in the prompt: p50 {typed[len(typed) // 2]:.0f} ms, p99 {p99:.0f} ms, "
+          f"max {typed[-1]:.0f} ms")
     long = measure("long", args.words, args.events)
     print(f"long: {long.get('records')} log records")
     print(f"  widgets on screen: {long.get('widgets')}")
