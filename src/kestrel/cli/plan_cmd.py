@@ -12,10 +12,11 @@ from kestrel import app as composition
 from kestrel.agent.planning import PlanNotFound, waiting_plan
 from kestrel.agent.state import replay
 from kestrel.cli.drive import EXIT_USAGE, OutputFormat, report_error
-from kestrel.cli.plan_review import PlanChoice, plan_as_json
+from kestrel.cli.plan_review import PlanChoice
 from kestrel.cli.session_runner import RunRequest, run_request
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.protocol.events import PermissionMode
+from kestrel.service.decisions import plan_as_json
 from kestrel.settings_load import load_settings
 
 app = typer.Typer(

@@ -23,8 +23,9 @@ from kestrel.agent.loop import AgentLoop
 from kestrel.agent.planning import Approve, Reject, mode_after_plan, record_decision
 from kestrel.cli.line_input import read_line
 from kestrel.protocol.errors import ConfigError
-from kestrel.protocol.events import PermissionMode, PlanProposed, PlanStep
+from kestrel.protocol.events import PermissionMode, PlanStep
 from kestrel.protocol.oserrors import os_error_text
+from kestrel.service.decisions import plan_as_json
 from kestrel.tools.plan import PlanInvalid, parse_plan, plan_text
 
 
@@ -36,21 +37,6 @@ class PlanChoice:
     file: Path | None = None
     reason: str = ""
     plan_id: str | None = None
-
-
-def plan_as_json(plan: PlanProposed) -> str:
-    """The plan as a person edits it: a JSON object with `summary` and `steps`."""
-    steps = [
-        {
-            "id": s.id,
-            "title": s.title,
-            "files": list(s.files),
-            "checks": list(s.checks),
-            "depends_on": list(s.depends_on),
-        }
-        for s in plan.steps
-    ]
-    return json.dumps({"summary": plan.summary, "steps": steps}, indent=2, ensure_ascii=False)
 
 
 def read_plan_file(path: Path) -> tuple[str, tuple[PlanStep, ...]]:

@@ -7,6 +7,7 @@ The plan decision returns what the model is told next: the caller runs the sessi
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from kestrel.protocol.events import (
     ChangesApplied,
     ChangesReady,
     Event,
+    PlanProposed,
     Record,
     SessionFinished,
 )
@@ -109,3 +111,18 @@ def _waiting_on(state: SessionState, records: Sequence[Record]) -> WaitingOn:
         if isinstance(record.event, ChangesReady):
             return "review"
     return ""
+
+
+def plan_as_json(plan: PlanProposed) -> str:
+    """The plan as a person edits it: a JSON object with `summary` and `steps`."""
+    steps = [
+        {
+            "id": s.id,
+            "title": s.title,
+            "files": list(s.files),
+            "checks": list(s.checks),
+            "depends_on": list(s.depends_on),
+        }
+        for s in plan.steps
+    ]
+    return json.dumps({"summary": plan.summary, "steps": steps}, indent=2, ensure_ascii=False)

@@ -17,9 +17,10 @@ from textual.widgets.option_list import Option
 
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ApprovalRequested, ApprovalScope, ChangesReady, PlanProposed
+from kestrel.service.decisions import plan_as_json
 from kestrel.tools.plan import plan_text
 from kestrel.tui.blocks import diff_text
-from kestrel.tui.review import ChangeAnswer, PlanAnswer, parse_edited, plan_as_json
+from kestrel.tui.review import ChangeAnswer, PlanAnswer, parse_edited
 
 DIALOG_CSS = """
 ModalScreen { align: center middle; }

@@ -59,21 +59,6 @@ class Reviewer(Protocol):
         """Apply, later, or reject with feedback."""
 
 
-def plan_as_json(plan: PlanProposed) -> str:
-    """The plan as the person edits it: `summary` and `steps`, as `propose_plan` takes them."""
-    steps = [
-        {
-            "id": s.id,
-            "title": s.title,
-            "files": list(s.files),
-            "checks": list(s.checks),
-            "depends_on": list(s.depends_on),
-        }
-        for s in plan.steps
-    ]
-    return json.dumps({"summary": plan.summary, "steps": steps}, indent=2, ensure_ascii=False)
-
-
 def parse_edited(text: str) -> tuple[str, tuple[PlanStep, ...]]:
     """The summary and steps of an edited plan; `ConfigError` saying what to fix."""
     try:
