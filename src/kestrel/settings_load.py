@@ -126,13 +126,8 @@ def settings_files(cwd: Path, *, env: Mapping[str, str], home: Path) -> list[Pat
     """The settings files a run in `cwd` reads where they exist: the user's (TOML, then its MCP
     servers' JSON), the repository's (its `.mcp.json`, then its TOML)."""
     user = user_settings_path(env=env, home=home)
-    project_mcp = project_mcp_file(cwd.resolve())
-    return [
-        user,
-        user.parent / USER_FILE,
-        *([project_mcp] if project_mcp else []),
-        *_project_files(cwd.resolve()),
-    ]
+    mcp = [found] if (found := project_mcp_file(cwd.resolve())) else []
+    return [user, user.parent / USER_FILE, *mcp, *_project_files(cwd.resolve())]
 
 
 def _load(
