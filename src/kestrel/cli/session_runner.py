@@ -117,7 +117,12 @@ def _run(request: RunRequest, console: Console) -> int:
 
 
 def _settings(cwd: Path, request: RunRequest) -> Settings:
-    flags = {
+    return sessions.settings_for(cwd, request_flags(request))
+
+
+def request_flags(request: RunRequest) -> dict[str, object]:
+    """The settings the command line names, for every frontend that runs a request."""
+    return {
         "model": request.model,
         "max_turns": request.max_turns,
         # A turn budget named on the command line is the person's exact limit: no grace.
@@ -131,7 +136,6 @@ def _settings(cwd: Path, request: RunRequest) -> Settings:
         "base_url": request.base_url,
         "max_tokens_field": request.max_tokens_field,
     }
-    return sessions.settings_for(cwd, flags)
 
 
 def _existing_session(store: EventStore, request: RunRequest, cwd: Path) -> str | None:

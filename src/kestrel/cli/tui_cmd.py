@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kestrel.cli.exit_codes import EXIT_USAGE, report_error
-from kestrel.cli.session_runner import RunRequest
+from kestrel.cli.session_runner import RunRequest, request_flags
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 
 
@@ -57,7 +57,7 @@ def launch_tui(request: RunRequest) -> int:
     tui = TuiRequest(
         task=request.task,
         cwd=request.cwd or Path.cwd(),
-        flags=_flags(request),
+        flags=request_flags(request),
         start=start,
         continue_latest=request.continue_latest,
     )
@@ -66,20 +66,3 @@ def launch_tui(request: RunRequest) -> int:
     except (ConfigError, SessionNotFound) as exc:
         report_error(exc)
         return EXIT_USAGE
-
-
-def _flags(request: RunRequest) -> dict[str, object]:
-    """The settings the command line names, as the line mode passes them."""
-    return {
-        "model": request.model,
-        "max_turns": request.max_turns,
-        "turn_grace": 0.0 if request.max_turns is not None else None,
-        "max_cost_usd": request.max_cost,
-        "permission_mode": request.permission_mode,
-        "sandbox": request.sandbox,
-        "workspace": request.workspace,
-        "allow": list(request.allow),
-        "deny": list(request.deny),
-        "base_url": request.base_url,
-        "max_tokens_field": request.max_tokens_field,
-    }
