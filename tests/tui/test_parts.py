@@ -25,7 +25,8 @@ from kestrel.protocol.events import (
 )
 from kestrel.tui.blocks import VerificationBlock
 from kestrel.tui.commands import Slash, load_custom, parse_slash
-from kestrel.tui.prompt import History, complete_mention
+from kestrel.tui.mentions import complete_mention
+from kestrel.tui.prompt import History
 from kestrel.tui.status import StatusFacts, model_label, status_text
 from kestrel.tui.transcript import Transcript
 

@@ -61,12 +61,14 @@ class Project:
         plan: bool = False,
         resume: str | None = None,
         allow: tuple[str, ...] = (),
+        deny: tuple[str, ...] = (),
     ) -> KestrelApp:
         """The real view on a real store, with the scripted model."""
         flags = {
             "model": f"scripted:{self.script}",
             "workspace": workspace,
             "allow": list(allow),
+            "deny": list(deny),
             "permission_mode": mode,
         }
         settings = settings_for(self.root, flags)
@@ -96,6 +98,7 @@ def isolate(monkeypatch: object, tmp: Path) -> None:
     (home / ".config").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("KESTREL_DATA_DIR", str(tmp / "data"))
     monkeypatch.setenv("KESTREL_SANDBOX", "bwrap" if shutil.which("bwrap") else "none")
     monkeypatch.delenv("NO_COLOR", raising=False)

@@ -74,23 +74,8 @@ async def _compact(loop: AgentLoop) -> SessionFinished | None:
     if verdict is not None and verdict.stop_session:
         return loop._finish("hook", stopped_by(verdict))
     dropped, kept = messages[:cut], messages[cut:]
-    moved: list[MovedOutput] = []
-    if loop.output_store is not None:
-        store, paths = loop.output_store, {}
-
-        def keep_reference(result: ToolResultTurn) -> str:
-            paths[result.call_id] = store(result)
-            return paths[result.call_id]
-
-        kept = compaction.reference_outputs(
-            kept, over_chars=loop.config.move_outputs_over, store=keep_reference
-        )
-        moved = [
-            MovedOutput(call_id=m.call_id, path=paths[m.call_id], content=m.content)
-            for m in kept
-            if isinstance(m, ToolResultTurn) and m.call_id in paths
-        ]
-    summary, usage = await _summarise(loop, dropped)
+    kept, moved = move_outputs(loop, kept)
+    summary, usage = await summarise(loop, dropped)
     try:
         done = compaction.compact(
             system=loop.config.system_prompt,
@@ -121,7 +106,7 @@ async def _compact(loop: AgentLoop) -> SessionFinished | None:
     return None
 
 
-async def _summarise(loop: AgentLoop, dropped: list[Message]) -> tuple[str, Usage | None]:
+async def summarise(loop: AgentLoop, dropped: list[Message]) -> tuple[str, Usage | None]:
     """The fast model's summary of the dropped turns; a note instead when it fails (the
     verbatim parts of the compacted turn do not depend on it)."""
     request = compaction.summary_request(dropped, goal=loop.state.task)
@@ -134,3 +119,25 @@ async def _summarise(loop: AgentLoop, dropped: list[Message]) -> tuple[str, Usag
     except ProviderError as exc:
         return f"(no summary: the summarising model failed: {exc})", None
     return "(no summary: the summarising model's reply ended early)", None
+
+
+def move_outputs(loop: AgentLoop, kept: list[Message]) -> tuple[list[Message], list[MovedOutput]]:
+    """The kept turns with their long outputs moved to files, and what was moved."""
+    store = loop.output_store
+    if store is None:
+        return kept, []
+    paths: dict[str, str] = {}
+
+    def keep_reference(result: ToolResultTurn) -> str:
+        paths[result.call_id] = store(result)
+        return paths[result.call_id]
+
+    kept = compaction.reference_outputs(
+        kept, over_chars=loop.config.move_outputs_over, store=keep_reference
+    )
+    moved = [
+        MovedOutput(call_id=m.call_id, path=paths[m.call_id], content=m.content)
+        for m in kept
+        if isinstance(m, ToolResultTurn) and m.call_id in paths
+    ]
+    return kept, moved

@@ -41,13 +41,16 @@ from kestrel.tui.commands import CustomCommand, load_custom, parse_slash
 from kestrel.tui.dialogs import ApprovalAnswer, ApprovalScreen, ChangeScreen, PlanScreen
 from kestrel.tui.driver import BY, SessionDriver, StartOptions
 from kestrel.tui.feed import batches
-from kestrel.tui.prompt import PromptInput
+from kestrel.tui.prompt import CompletionHint, PromptInput
+from kestrel.tui.repo_index import RepoIndex
 from kestrel.tui.review import ChangeAnswer, PlanAnswer, after_step, rejecting
 from kestrel.tui.status import StatusFacts, StatusLine
 from kestrel.tui.transcript import Transcript
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+NAMES_AGAIN_S = 2.0
+"""While a first index is read, how often the names `@` completes are read again."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,11 +101,14 @@ class KestrelApp(App[int]):
         self._asking: dict[str, ModalScreen[Any]] = {}
         self._questions: asyncio.Queue[Record] = asyncio.Queue()
         self._replacing: asyncio.Future[None] | None = None
+        self.index = RepoIndex()
+        self._naming: asyncio.Task[None] | None = None
 
     def compose(self) -> ComposeResult:
         """The conversation, the prompt, the status line."""
         with ConversationView(id="conversation"):
             yield Transcript(timings=self.options.timings)
+        yield CompletionHint(id="completions")
         yield PromptInput(id="prompt")
         yield StatusLine(id="status")
 
@@ -115,6 +121,7 @@ class KestrelApp(App[int]):
         self.refresh_status()
         self._spawn(self._answer_questions(), helper=True)
         self._spawn(self._list_files(), helper=True)
+        self._read_names()
         if self.options.resume is not None:
             self._spawn(self.resume_session(self.options.resume), helper=True)
         elif self.options.task:
@@ -159,8 +166,10 @@ class KestrelApp(App[int]):
         self._spawn(self._mount(Notice(text, "error" if error else "warning")), helper=True)
 
     def busy_changed(self) -> None:
-        """Redraw the status line."""
+        """Redraw the status line; after a step, read the names `@` completes again."""
         self.refresh_status()
+        if not self.driver.busy:
+            self._read_names()
 
     # What the driver's steps ask the person (the `Reviewer`).
 
@@ -188,6 +197,9 @@ class KestrelApp(App[int]):
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
         """A message, or a command."""
         text = message.text
+        if text.startswith("!"):
+            slash.run_shell(self, text)
+            return
         if parse_slash(text) is not None:
             # Alongside: a command may wait on a dialog, which needs this handler to return.
             self._spawn(slash.run(self, text), helper=True)
@@ -196,6 +208,10 @@ class KestrelApp(App[int]):
             await self._mount(UserLine(text, queued=True))
         slash.send(self, text)
         self.refresh_status()
+
+    def on_prompt_input_completions(self, message: PromptInput.Completions) -> None:
+        """List the `@` candidates above the prompt, or hide the list."""
+        self.query_one("#completions", CompletionHint).show(message.labels, message.at)
 
     def action_interrupt(self) -> None:
         """Esc: stop the running step (through the log)."""
@@ -274,6 +290,30 @@ class KestrelApp(App[int]):
     async def _list_files(self) -> None:
         entries = await asyncio.to_thread(list_files, self.cwd)
         self.prompt_input.files = [e.path for e in entries]
+
+    def _read_names(self) -> None:
+        if self._naming is None or self._naming.done():
+            self._naming = asyncio.ensure_future(self._names())
+
+    async def _names(self) -> None:
+        """The definitions `@` completes, from the index (read again while it is built)."""
+        root = self.driver.cwd
+        try:
+            while True:
+                names = await self.index.names(root)
+                with contextlib.suppress(NoMatches):
+                    self.prompt_input.symbols = names.symbols
+                if not names.pending:
+                    return
+                await asyncio.sleep(NAMES_AGAIN_S)
+        except Exception:  # Completion then offers file names only; the session is unharmed.
+            logger.warning("the index could not be read for completion", exc_info=True)
+
+    async def on_unmount(self) -> None:
+        """Let go of the index."""
+        if self._naming is not None:
+            self._naming.cancel()
+        await asyncio.to_thread(self.index.close)
 
     def refresh_status(self) -> None:
         """Redraw the status line from the folded log, the settings and the driver."""

@@ -69,6 +69,18 @@ def call_title(call: ToolCall) -> str:
     return f"{call.name}({shown})"
 
 
+def _command_title(call: ToolCall) -> str:
+    """`! command`, for a command the person ran."""
+    try:
+        command = call.parsed_arguments().get("command")
+    except ValueError:
+        command = None
+    if not isinstance(command, str):
+        return call_title(call)
+    lines = command.strip().splitlines() or [""]
+    return f"! {lines[0]}" + (" …" if len(lines) > 1 else "")
+
+
 def _short(value: object, limit: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     first = text.splitlines()[0] if text else text
@@ -106,8 +118,10 @@ class ToolBlock(Collapsible):
     ToolBlock.running CollapsibleTitle { color: $accent; }
     """
 
-    def __init__(self, call: ToolCall) -> None:
-        self.title_text = call_title(call)
+    def __init__(self, call: ToolCall, *, by_person: bool = False) -> None:
+        self.title_text = _command_title(call) if by_person else call_title(call)
+        self.by_person = by_person
+        """A command the person ran (`!command`): its output stays open."""
         self._output = Static("", classes="output")
         self._lines: list[str] = []
         super().__init__(self._output, title=f"● {self.title_text}", collapsed=False)
@@ -137,7 +151,7 @@ class ToolBlock(Collapsible):
             self._output.update(Text("\n".join(shown) + more, style="dim"))
         if event.is_error:
             self.add_class("failed")
-        self.collapsed = not event.is_error and not self.has_class("edits")
+        self.collapsed = not (event.is_error or self.has_class("edits") or self.by_person)
 
 
 def failure_line(failure: VerifyFailure) -> str:

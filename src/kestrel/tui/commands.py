@@ -23,6 +23,9 @@ BUILTIN: Mapping[str, str] = {
     "apply": "apply the waiting change to the checkout",
     "discard": "drop the waiting change",
     "cost": "what the session spent",
+    "compact": "fold the conversation but its newest turn into a summary now",
+    "memory": "/memory [list] | add [--user] TEXT | rm ID: what new sessions start with",
+    "init": "write a starting AGENTS.md from the repository map (asks before changing one)",
     "sessions": "this project's sessions",
     "resume": "/resume [ID]: continue an earlier session",
     "clear": "clear the screen; the next message starts a new session",
@@ -101,6 +104,8 @@ def help_text(custom: Mapping[str, CustomCommand]) -> str:
     lines = [
         "Keys: Enter sends · Ctrl+J or Shift+Enter: new line · ↑/↓: history · "
         "Esc: stop the running step · Ctrl+Q: quit",
+        "Tab after @name: complete a file or a definition (again: the next candidate).",
+        "!command: run it in the session's sandbox, through its rules (shown as a tool call).",
         "While the agent works, what you send waits and goes as the next message.",
         "",
         "Commands:",

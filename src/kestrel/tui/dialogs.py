@@ -271,3 +271,33 @@ class TextScreen(ModalScreen[None]):
     def action_close(self) -> None:
         """Close."""
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Do something (shown in full) or leave things as they are; Esc leaves them."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    AUTO_FOCUS = "#no"
+    BINDINGS = [Binding("escape", "answer(False)", "leave it")]
+
+    def __init__(self, title: str, body: Text, yes: str, no: str) -> None:
+        super().__init__()
+        self.title_text, self.body, self.labels = title, body, (yes, no)
+
+    def compose(self) -> ComposeResult:
+        """The title, the scrollable text and the two answers."""
+        with Vertical():
+            yield Static(Text(self.title_text), classes="title")
+            with VerticalScroll():
+                yield Static(self.body, classes="subject")
+            with Horizontal():
+                yield Button(self.labels[0], id="yes", variant="success")
+                yield Button(self.labels[1], id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Close with the answer."""
+        self.action_answer(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        """Close with `yes`."""
+        self.dismiss(yes)

@@ -15,9 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kestrel import app
+from kestrel.agent.loop import AgentLoop
 from kestrel.agent.state import replay
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import CancelRequested, PermissionMode, SessionFinished
@@ -79,6 +80,8 @@ class SessionDriver:
     mode: PermissionMode | None = None
     """The mode chosen in the view (/mode, /plan); it outranks the command line's."""
     _step: asyncio.Task[None] | None = None
+    _aside: asyncio.Future[Any] | None = None
+    """Work of a step that is not the loop (a person's command, a compaction)."""
 
     def __post_init__(self) -> None:
         self.mode = "plan" if self.options.plan_first else self.options.permission_mode
@@ -96,6 +99,11 @@ class SessionDriver:
             return
         self._start(self._first_or_follow_up(text))
 
+    def beside(self, job: Callable[[AgentLoop], Awaitable[object]]) -> None:
+        """Run `job` on the session's loop as a step of its own, outside the model's turns
+        (a person's command, a compaction): Esc stops it, messages sent meanwhile wait."""
+        self._start(self._beside(job))
+
     def continue_session(self) -> None:
         """Run the session on from where its log stands (a resumed session cut short)."""
         if not self.busy:
@@ -106,6 +114,10 @@ class SessionDriver:
         the queue stays there and goes as the next message."""
         if not self.busy or self.session_id is None:
             return False
+        if self._aside is not None and not self._aside.done():
+            self._aside.cancel(reason)  # Not the loop: nothing in the log to stop.
+            self.view.busy_changed()
+            return True
         try:
             request_cancel(self.store, self.session_id, by=BY, reason=reason)
         except NotRunning:  # Between two runs of the step: stop the step itself.
@@ -218,6 +230,19 @@ class SessionDriver:
             if state.plan is not None and state.finished is not None and self.on_waiting_plan:
                 text = self.on_waiting_plan(text)  # A message while a plan waits answers it.
             await self._run_loop(text)
+
+    async def _beside(self, job: Callable[[AgentLoop], Awaitable[object]]) -> None:
+        loop = (await self.open()).loop
+        self._aside = asyncio.ensure_future(job(loop))
+        try:
+            await self._aside
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                raise  # This step itself was cancelled (the view is closing).
+            self.view.notice("Stopped.")
+        finally:
+            self._aside = None
 
     async def _after(self, finished: SessionFinished) -> None:
         if self.after_step is not None and (message := await self.after_step(finished)):

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, get_args
 from rich.text import Text
 
 from kestrel import app as composition
+from kestrel.agent.loop import AgentLoop
 from kestrel.protocol.errors import KestrelError
 from kestrel.protocol.events import PermissionMode
 from kestrel.service import review as review_service
-from kestrel.tui import review
+from kestrel.service import shell
+from kestrel.service.compact import NotCompacted, compact_now
+from kestrel.tui import init_cmd, memory_cmd, review
 from kestrel.tui.blocks import diff_text
 from kestrel.tui.commands import help_text, parse_slash
 from kestrel.tui.dialogs import PickerScreen, TextScreen
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from kestrel.tui.app import KestrelApp
 
 MODES: tuple[str, ...] = get_args(PermissionMode)
-AT_REST = {"model", "rewind", "apply", "discard", "resume", "sessions", "clear"}
+AT_REST = {"model", "rewind", "apply", "discard", "resume", "sessions", "clear", "compact"}
 """Commands that need the session at rest: no step running."""
 
 
@@ -41,10 +44,26 @@ async def run(view: KestrelApp, text: str) -> bool:
         return True
     try:
         await _dispatch(view, name, arguments)
-    except KestrelError as exc:
+    except (KestrelError, OSError) as exc:
         view.notice(str(exc), error=True)
     view.refresh_status()
     return True
+
+
+def run_shell(view: KestrelApp, text: str) -> None:
+    """`!command`: run it in the session's workspace, through its rules and sandbox."""
+    command = text.strip().removeprefix("!").strip()
+    if not command:
+        view.notice("! needs a command: !git status runs it in the session's sandbox.")
+    elif view.driver.busy:
+        view.notice("!command waits for the running step: press Esc to stop it first.")
+    elif view.driver.session_id is None:
+        view.notice(
+            "No session yet: a command runs in the session's workspace, through its rules "
+            "and sandbox; send a message first."
+        )
+    else:
+        view.driver.beside(lambda loop: shell.run_command(loop, command))
 
 
 async def _dispatch(view: KestrelApp, name: str, arguments: str) -> None:
@@ -58,6 +77,9 @@ async def _dispatch(view: KestrelApp, name: str, arguments: str) -> None:
         "apply": _apply,
         "discard": _discard,
         "cost": _cost,
+        "compact": _compact,
+        "memory": memory_cmd.run,
+        "init": init_cmd.run,
         "sessions": _resume,
         "resume": _resume,
         "clear": _clear,
@@ -161,6 +183,20 @@ async def _discard(view: KestrelApp, _: str) -> None:
         view.notice("No session yet: nothing to discard.")
         return
     await review.discard(view.driver)
+
+
+async def _compact(view: KestrelApp, _: str) -> None:
+    if view.driver.session_id is None:
+        view.notice("No session yet: nothing to compact.")
+        return
+
+    async def job(loop: AgentLoop) -> None:
+        outcome = await compact_now(loop)
+        if isinstance(outcome, NotCompacted):
+            view.notice(f"Nothing compacted: {outcome.reason}.")
+
+    view.notice("Compacting the conversation…")
+    view.driver.beside(job)
 
 
 async def _cost(view: KestrelApp, _: str) -> None:

@@ -50,6 +50,7 @@ from kestrel.protocol.events import (
     UserMessage,
     VerificationFinished,
 )
+from kestrel.service import shell
 from kestrel.tools.plan import plan_text
 from kestrel.tui.blocks import (
     AssistantText,
@@ -145,7 +146,7 @@ class Transcript(Vertical):
                 )
                 await self.mount(UserLine("\n".join(lines[:USER_LINES]) + more))
             case ToolCallRequested():
-                block = ToolBlock(event.call)
+                block = ToolBlock(event.call, by_person=shell.is_person_call(event.call.id))
                 self._blocks[event.call.id] = block
                 await self.mount(block)
             case ToolOutputChunk():
@@ -260,9 +261,10 @@ class Transcript(Vertical):
                 await self._note(f"prompt blocked by a hook: {event.reason}", "error")
             case ContextCompacted():
                 await self._note(
-                    f"context compacted: {event.dropped} messages folded into a summary"
+                    f"context compacted: {event.dropped} messages folded into a summary "
+                    f"(~{count(event.tokens_before)} → ~{count(event.tokens_after)} tokens)"
                 )
-            case ContextAdded(source=source) if source not in ("verification",):
+            case ContextAdded(source=source) if source not in ("verification", shell.SOURCE):
                 await self._note(
                     f"{source}: {event.text.splitlines()[0][:120] if event.text else ''}"
                 )
