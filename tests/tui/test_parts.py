@@ -8,6 +8,7 @@ import os
 import struct
 import termios
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,8 @@ def test_the_status_line_says_everything_in_one_place() -> None:
         "● working +2 queued │ anthropic:claude-sonnet-4-5 │ accept-edits │ ctx 50k/200k 25% │ "
         "4.5k tok │ $0.0000 │ cache 75% │ budget $2.00 7 turns │ sandbox bwrap"
     )
+    indexing = status_text(replace(facts, indexing=12_400))
+    assert indexing.endswith(" │ sandbox bwrap │ indexing 12.4k files")
 
 
 def test_a_scripted_model_is_named_by_its_file_only() -> None:

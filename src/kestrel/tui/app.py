@@ -103,6 +103,7 @@ class KestrelApp(App[int]):
         self._replacing: asyncio.Future[None] | None = None
         self.index = RepoIndex()
         self._naming: asyncio.Task[None] | None = None
+        self._indexing = 0  # Files the index is still reading.
 
     def compose(self) -> ComposeResult:
         """The conversation, the prompt, the status line."""
@@ -303,6 +304,9 @@ class KestrelApp(App[int]):
                 names = await self.index.names(root)
                 with contextlib.suppress(NoMatches):
                     self.prompt_input.symbols = names.symbols
+                if names.pending != self._indexing:
+                    self._indexing = names.pending
+                    self.refresh_status()
                 if not names.pending:
                     return
                 await asyncio.sleep(NAMES_AGAIN_S)
@@ -331,6 +335,7 @@ class KestrelApp(App[int]):
             window_tokens=window,
             busy=self.driver.busy,
             queued=len(self.driver.queue),
+            indexing=self._indexing,
         )
         with contextlib.suppress(NoMatches):  # Before the first compose, nothing to draw on.
             self.query_one("#status", StatusLine).show(facts)

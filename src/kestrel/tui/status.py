@@ -1,6 +1,6 @@
 """The status line: model, permission mode, context used, tokens, cost, cache reads, budget,
-sandbox. Its text comes from a pure function over the session's folded state, so a test reads
-it without a screen."""
+sandbox, background indexing. Its text comes from a pure function over the session's folded
+state, so a test reads it without a screen."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ class StatusFacts:
     window_tokens: int | None = None
     busy: bool = False
     queued: int = 0
+    indexing: int = 0
+    """Files of the repository the context engine is still reading in the background."""
 
 
 def model_label(spec: str) -> str:
@@ -84,6 +86,8 @@ def status_text(facts: StatusFacts) -> str:
         f"budget {budget_left(facts.limits, t)}",
         f"sandbox {facts.sandbox}",
     ]
+    if facts.indexing:
+        fields.append(f"indexing {count(facts.indexing)} files")
     return " │ ".join(fields)
 
 
