@@ -31,20 +31,31 @@ def data_dir(settings: Settings) -> Path:
 
 
 def open_store(settings: Settings) -> EventStore:
-    """The local event store in the data directory, once every apply that a killed process left
-    half done is finished or rolled back (`kestrel.workspace.apply_lock`)."""
+    """The event store the settings choose (the SQLite file in the data directory unless
+    `store_url` names a PostgreSQL database), once every apply that a killed process left half
+    done is finished or rolled back (`kestrel.workspace.apply_lock`)."""
     from kestrel.protocol.errors import ConfigError
-    from kestrel.store.sqlite import SQLiteStore
     from kestrel.workspace.apply_lock import finish_interrupted
     from kestrel.workspace.journal import ApplyError
 
-    store = SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
+    store = open_log(settings)
     try:
         finish_interrupted(data_dir(settings), store)
     except ApplyError as exc:
         store.close()
         raise ConfigError(f"an interrupted apply could not be finished or undone: {exc}") from None
     return store
+
+
+def open_log(settings: Settings) -> EventStore:
+    """The event store alone: PostgreSQL at `store_url`, else SQLite in the data directory."""
+    if settings.store_url is not None:
+        from kestrel.store.postgres import PostgresStore
+
+        return PostgresStore(settings.store_url)
+    from kestrel.store.sqlite import SQLiteStore
+
+    return SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
 
 
 def store_output(artifacts_dir: Path, result: ToolResultTurn) -> str:

@@ -213,6 +213,9 @@ class Settings(_Table):
     verify: VerifySettings = VerifySettings()
     compaction: CompactionSettings = CompactionSettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
+    store_url: Annotated[str | None, _NoneWord] = None
+    """The event log: none for the SQLite file in `data_dir`, or a `postgresql://` URL for one
+    database that several processes and machines share."""
     max_output_tokens: PositiveInt = 8192
     sandbox: Literal["none", "bwrap"] = "bwrap"
     """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""
@@ -278,6 +281,13 @@ class Settings(_Table):
     @classmethod
     def _check_base_url(cls, value: str | None) -> str | None:
         return check_url(value)
+
+    @field_validator("store_url")
+    @classmethod
+    def _check_store_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("expected a postgresql:// URL, or none for the local SQLite file")
+        return value
 
     @property
     def provider(self) -> ProviderName:

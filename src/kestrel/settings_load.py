@@ -27,6 +27,7 @@ _FLAT: Mapping[str, tuple[str, ...]] = {
     "base_url": ("base_url",),
     "permission_mode": ("permission_mode",),
     "data_dir": ("data_dir",),
+    "store_url": ("store_url",),
     "max_output_tokens": ("max_output_tokens",),
     "sandbox": ("sandbox",),
     "network": ("network",),

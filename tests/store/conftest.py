@@ -6,18 +6,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pg_helpers import fresh_database
 from store_helpers import Clock
 
 from kestrel.store import EventStore, MemoryStore, SQLiteStore
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventStore]:
-    """A fresh store of each kind, with a stepping clock."""
-    made: EventStore
+    """A fresh store of each kind, with a stepping clock; PostgreSQL in a database of its own."""
+    if request.param == "postgres":
+        from kestrel.store.postgres import PostgresStore
+
+        with fresh_database() as url:
+            made: EventStore = PostgresStore(url, clock=Clock())
+            yield made
+            made.close()
+        return
     if request.param == "sqlite":
         made = SQLiteStore(tmp_path / "data" / "sessions.db", clock=Clock())
     else:
         made = MemoryStore(clock=Clock())
     yield made
     made.close()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database for this test alone."""
+    with fresh_database() as url:
+        yield url

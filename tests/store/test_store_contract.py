@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import AsyncIterator
 
@@ -13,6 +14,8 @@ from kestrel.protocol.errors import SessionNotFound
 from kestrel.protocol.events import (
     ApprovalDecided,
     ApprovalRequested,
+    Event,
+    ModelCompleted,
     ModelTextDelta,
     PermissionDecided,
     Record,
@@ -22,7 +25,9 @@ from kestrel.protocol.events import (
     Totals,
     UserMessage,
 )
+from kestrel.protocol.messages import AssistantTurn, Usage
 from kestrel.store import EventStore
+from kestrel.store.base import Spend
 
 
 async def next_record(it: AsyncIterator[Record], timeout: float = 2.0) -> Record:
@@ -215,3 +220,41 @@ async def test_append_from_another_thread_wakes_the_subscriber(store: EventStore
     record = await pending
     worker.join()
     assert record.event == UserMessage(text="threaded")
+
+
+def _completed(cost: float, *, fresh: int = 10, cached: int = 0, priced: bool = True) -> Event:
+    usage = Usage(
+        model="m",
+        input_tokens=fresh,
+        cache_read_tokens=cached,
+        output_tokens=5,
+        cost_usd=cost,
+        priced=priced,
+    )
+    return ModelCompleted(request_id="r", message=AssistantTurn(text="ok \x00"), usage=usage)
+
+
+def test_spend_and_costs_are_summed_from_model_calls(store: EventStore) -> None:
+    store.append("a", started("a"))
+    store.append("b", dataclasses.replace(started("b"), parent_session_id="a"))
+    store.append("a", _completed(0.5, fresh=100))
+    cut = store.read("a")[-1].at + 0.5
+    store.append("a", _completed(0.25, fresh=10, cached=30))
+    store.append("b", UserMessage(text="not a model call"))
+    store.append("b", _completed(0.125, fresh=1, priced=False))
+    assert store.spent_since(cut) == Spend(cost_usd=0.375, tokens=51, calls=2)
+    assert store.spent_since(0.0).calls == 3
+    assert store.spent_since(store.read("b")[-1].at + 1) == Spend()
+    by_id = {s.session_id: s for s in store.sessions()}
+    a, b = by_id["a"], by_id["b"]
+    assert (a.cost_usd, a.turns, a.cost_known, a.parent_session_id) == (0.75, 2, True, None)
+    assert (b.cost_usd, b.turns, b.cost_known, b.parent_session_id) == (0.125, 1, False, "a")
+
+
+def test_a_prefix_is_matched_literally(store: EventStore) -> None:
+    for session_id in ["a_b", "axb", "a%c"]:
+        store.append(session_id, started(session_id))
+    assert store.resolve("a_") == "a_b"
+    assert store.resolve("a%") == "a%c"
+    with pytest.raises(SessionNotFound, match="no session id starts with 'a_x'"):
+        store.resolve("a_x")

@@ -1,4 +1,5 @@
-"""The append-only event log: the `EventStore` interface, SQLite and in-memory implementations."""
+"""The append-only event log: the `EventStore` interface; SQLite, PostgreSQL and in-memory
+implementations."""
 
 from __future__ import annotations
 
@@ -13,13 +14,23 @@ from kestrel.store.base import EventStore, SessionSummary, Spend
 
 if TYPE_CHECKING:
     from kestrel.store.memory import MemoryStore as MemoryStore
+    from kestrel.store.postgres import PostgresStore as PostgresStore
+    from kestrel.store.postgres_faults import SessionBusy as SessionBusy
+    from kestrel.store.postgres_faults import StoreUnavailable as StoreUnavailable
     from kestrel.store.sqlite import STORE_SCHEMA_VERSION as STORE_SCHEMA_VERSION
     from kestrel.store.sqlite import SQLiteStore as SQLiteStore
 
 # The stores themselves are imported when first used (`kestrel --version` needs neither).
 __getattr__ = lazy_attributes(
     __name__,
-    {"MemoryStore": "memory", "SQLiteStore": "sqlite", "STORE_SCHEMA_VERSION": "sqlite"},
+    {
+        "MemoryStore": "memory",
+        "PostgresStore": "postgres",
+        "SQLiteStore": "sqlite",
+        "STORE_SCHEMA_VERSION": "sqlite",
+        "SessionBusy": "postgres_faults",
+        "StoreUnavailable": "postgres_faults",
+    },
 )
 
 STORE_FILE_NAME = "sessions.db"
@@ -48,10 +59,13 @@ __all__ = [
     "STORE_SCHEMA_VERSION",
     "EventStore",
     "MemoryStore",
+    "PostgresStore",
     "SQLiteStore",
+    "SessionBusy",
     "SessionSummary",
     "Spend",
     "StoreError",
+    "StoreUnavailable",
     "default_data_dir",
     "default_store_path",
 ]

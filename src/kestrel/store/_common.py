@@ -109,6 +109,15 @@ class Notifier:
         """Wake every subscriber of `session_id`; callable from any thread."""
         with self._lock:
             waiters = list(self._waiters.get(session_id, ()))
+        self._wake(waiters)
+
+    def notify_all(self) -> None:
+        """Wake every subscriber of every session: news may have been missed meanwhile."""
+        with self._lock:
+            waiters = [waiter for group in self._waiters.values() for waiter in group]
+        self._wake(waiters)
+
+    def _wake(self, waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]) -> None:
         try:
             current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
