@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from client_kit import SANDBOX, TOOLBOX, HttpToolbox, Project, toolbox_entry
 
-from kestrel.app_mcp import probe, sandbox_launcher
+from kestrel.app_mcp_servers import probe, sandbox_launcher
 from kestrel.mcp_config import server_config
 from kestrel.sandbox.bwrap import BwrapExecutor
 from kestrel.tools.mcp_client import McpServer, McpServerFailed

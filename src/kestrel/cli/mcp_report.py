@@ -14,7 +14,8 @@ EXIT_ERROR = 1
 
 def test_server(name: str, cwd: Path) -> int:
     """Start server `name` as a session in `cwd` would, print its offer; 1 when it fails."""
-    from kestrel.app_mcp import check_server, configured_servers
+    from kestrel.app_mcp import configured_servers
+    from kestrel.app_mcp_servers import check_server
     from kestrel.service.sessions import settings_for
 
     settings = settings_for(cwd, {})
