@@ -49,7 +49,7 @@ def _script(kind: str, words: int, events: int) -> list[dict[str, Any]]:
         command = (
             "python3 -c 'import sys, time\n"
             "for _ in range(100):\n"
-            "    sys.stdout.write((\"x\" * 99 + \"\\n\") * 1000); sys.stdout.flush(); "
+            '    sys.stdout.write(("x" * 99 + "\\n") * 1000); sys.stdout.flush(); '
             "time.sleep(0.05)'"
         )
         call = {"name": "bash", "arguments": {"command": command, "timeout": 600}}
@@ -204,8 +204,10 @@ def main() -> None:
     typed = sorted(echo.get("echo_ms") or [0.0])
     p99 = typed[min(len(typed) - 1, int(0.99 * len(typed)))]
     print(f"echo: {len(echo.get('echo_ms') or [])} keys typed while ~10 MB of output streamed")
-    print(f"  key -> in the prompt: p50 {typed[len(typed) // 2]:.0f} ms, p99 {p99:.0f} ms, "
-          f"max {typed[-1]:.0f} ms")
+    print(
+        f"  key -> in the prompt: p50 {typed[len(typed) // 2]:.0f} ms, p99 {p99:.0f} ms, "
+        f"max {typed[-1]:.0f} ms"
+    )
     long = measure("long", args.words, args.events)
     print(f"long: {long.get('records')} log records")
     print(f"  widgets on screen: {long.get('widgets')}")

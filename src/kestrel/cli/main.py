@@ -38,6 +38,7 @@ SUBCOMMANDS = (
     "acp",
     "pr",
     "memory",
+    "worker",
 )
 
 _EPILOG = (
@@ -46,7 +47,7 @@ _EPILOG = (
     "kestrel index · kestrel search QUERY · kestrel map · kestrel eval run|report|compare · "
     "kestrel plan show|approve|reject ID · kestrel approve ID [--deny] · kestrel cancel ID · "
     "kestrel trust [--list|--revoke] · kestrel doctor · kestrel mcp serve · kestrel acp · "
-    "kestrel pr [sync] ID · kestrel memory list|add|rm|accept · "
+    "kestrel pr [sync] ID · kestrel memory list|add|rm|accept · kestrel worker · "
     "kestrel demo · kestrel help COMMAND.  "
     "Exit codes: "
     "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
@@ -184,6 +185,7 @@ _ELSEWHERE: dict[str, tuple[str, str]] = {
     "acp": ("kestrel.cli.acp_cmd", "acp_command"),
     "pr": ("kestrel.cli.pr_cmd", "pr_command"),
     "memory": ("kestrel.cli.memory_cmd", "app"),
+    "worker": ("kestrel.cli.worker_cmd", "worker_command"),
 }
 _added: set[str] = set()
 

@@ -27,8 +27,9 @@ from kestrel.server.plans import (
 )
 from kestrel.server.registry import Hosted, Registry
 from kestrel.server.spend import spent_since
-from kestrel.server.workers import ENV_PASSED, Pool
+from kestrel.server.workers import Pool
 from kestrel.service.events import Fanout
+from kestrel.service.session_process import ENV_PASSED
 from kestrel.service.sessions import NewSession, create_session
 from kestrel.settings import Settings
 from kestrel.settings_load import load_settings

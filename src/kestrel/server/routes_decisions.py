@@ -16,9 +16,9 @@ from kestrel.protocol.events import ApprovalScope, PermissionMode, PlanStep
 from kestrel.server.deps import ERRORS, Caller, Host
 from kestrel.server.hosting import Refusal
 from kestrel.server.routes_sessions import SessionView, Strict, view
-from kestrel.server.workers import ENV_PASSED
 from kestrel.service.approvals import answer_approval, pending_approvals
 from kestrel.service.decisions import NotRunning, decide_plan, request_cancel, status_of
+from kestrel.service.session_process import ENV_PASSED
 
 router = APIRouter(responses=ERRORS)
 

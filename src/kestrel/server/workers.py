@@ -12,34 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kestrel.protocol.events import UserMessage
 from kestrel.server.queue import FairQueue
 from kestrel.server.registry import Hosted, Registry, Status
 from kestrel.service.decisions import RUN_REQUESTED_AT, status_of
+from kestrel.service.session_process import message_to_send, run_argv, run_env
 from kestrel.store.sqlite import SQLiteStore
-
-ENV_PASSED = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "PYTHONPATH",
-    "KESTREL_SANDBOX",
-    # The model providers' keys: the session's process calls the model with them; the sandbox
-    # keeps them from every command it runs.
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-)
-"""The server's environment variables a session's process sees; nothing else."""
-
 
 OVERDUE_GRACE_S = 60.0
 """How long past its plan's wall time a run may go before the server stops it."""
@@ -188,10 +170,7 @@ class Pool:
             session_id, "queued", "running", next_message=message, sent_after=mark
         ):
             return  # Cancelled while it waited.
-        argv = [sys.executable, "-m", "kestrel", "resume", "-p", "--output-format", "json"]
-        # After `--` the id and the message are only arguments: a message that looks like an
-        # option ("--model=...") cannot change how the session runs.
-        argv += ["--wait-for-approvals", "--", session_id, *([message] if message else [])]
+        argv = run_argv(session_id, message)
         logs = self.data_dir / "logs"
         logs.mkdir(exist_ok=True)
         # What the process says goes to a file per session, for the operator: a crash leaves
@@ -200,7 +179,7 @@ class Pool:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=hosted.checkout,
-                env={**self._env(), RUN_REQUESTED_AT: str(mark)},
+                env=run_env(self.data_dir, {**self.extra_env, RUN_REQUESTED_AT: str(mark)}),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=said,
@@ -219,27 +198,6 @@ class Pool:
 
     def _message(self, hosted: Hosted) -> str | None:
         """The message this run sends: none when a run cut short had already logged it."""
-        message, since = hosted.next_message, hosted.sent_after
-        if message is None or since is None:
-            return message
-        for record in self.store.read(hosted.session_id, since):
-            if isinstance(record.event, UserMessage) and record.event.text == message:
-                return None
-        return message
-
-    def _env(self) -> dict[str, str]:
-        home = self.data_dir / "home"
-        home.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k in ENV_PASSED}
-        env.update(
-            HOME=str(home),
-            XDG_CONFIG_HOME=str(home / ".config"),
-            KESTREL_DATA_DIR=str(self.data_dir),
-            PYTHONUNBUFFERED="1",
-            # Killed when the server dies, even by SIGKILL, so no session runs unseen. Its log
-            # resumes it on the next start exactly as after a crash: a question it waited on is
-            # asked again (an answer given meanwhile counts), a cut command is rolled back.
-            KESTREL_DIE_WITH_PARENT=str(os.getpid()),
+        return message_to_send(
+            self.store, hosted.session_id, hosted.next_message, hosted.sent_after
         )
-        env.update(self.extra_env)
-        return env
