@@ -8,13 +8,15 @@ bullet; a comment after it says where it came from:
 
 Every new session starts with the entries as context (a `context_added` event with source
 `memory`), so what a reviewer taught once is known from then on. A hosted session gets its
-repository's entries only: the server's own user entries would reach every tenant.
+repository's entries only (the server's own user entries would reach every tenant), and then its
+tenant's entries for that repository, which the server keeps in its own store.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -73,13 +75,20 @@ def entries(repository: Path, user_dir: Path | None) -> list[Entry]:
     return found
 
 
-def add(scope: Scope, repository: Path, user_dir: Path, text: str, source: str = "") -> Entry:
-    """Append an entry; MemoryEntryError for an empty, multi-line or duplicate one."""
+def entry_text(text: str) -> str:
+    """`text` as one entry (its whitespace made single spaces); MemoryEntryError for an empty
+    or too long one."""
     text = " ".join(text.split())
     if not text:
         raise MemoryEntryError("an entry needs some text")
     if len(text) > MAX_ENTRY:
         raise MemoryEntryError(f"an entry is one convention, at most {MAX_ENTRY} characters")
+    return text
+
+
+def add(scope: Scope, repository: Path, user_dir: Path, text: str, source: str = "") -> Entry:
+    """Append an entry; MemoryEntryError for an empty, multi-line or duplicate one."""
+    text = entry_text(text)
     if any(e.text == text for e in entries(repository, user_dir)):
         raise MemoryEntryError(f"already remembered: {text}")
     path = memory_file(scope, repository, user_dir)
@@ -106,10 +115,14 @@ def remove(entry_id: str, repository: Path, user_dir: Path) -> Entry:
 
 def as_context(repository: Path, user_dir: Path | None) -> str:
     """The entries as the text a new session starts with; '' when there are none."""
-    found = entries(repository, user_dir)
-    if not found:
+    return context_text([e.text for e in entries(repository, user_dir)])
+
+
+def context_text(texts: Sequence[str]) -> str:
+    """Entries as the text a new session starts with; '' when there are none."""
+    if not texts:
         return ""
-    lines = "\n".join(f"- {e.text}" for e in found)
+    lines = "\n".join(f"- {text}" for text in texts)
     return f"Conventions learned from earlier reviews of this work; follow them:\n{lines}"
 
 

@@ -43,10 +43,12 @@ class GitRequest(TypedDict):
 
 
 class GitHttpServer:
-    """Smart-HTTP git for the bare repositories under `root` (`owner/name.git`)."""
+    """Smart-HTTP git for the bare repositories under `root` (`owner/name.git`); with
+    `public_reads`, fetches and clones need no token (a public repository), pushes still do."""
 
-    def __init__(self, root: Path, *, token: str) -> None:
+    def __init__(self, root: Path, *, token: str, public_reads: bool = False) -> None:
         self.root = root
+        self.public_reads = public_reads
         self.requests: list[GitRequest] = []
         self.backend_errors: list[str] = []
         self._expected = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
@@ -188,7 +190,8 @@ class _GitHandler(BaseHTTPRequestHandler):
             content_encoding=self.headers.get("Content-Encoding", ""),
         )
         self.close_connection = True
-        if not entry["authorized"]:
+        reading = url.query == "service=git-upload-pack" or url.path.endswith("/git-upload-pack")
+        if not entry["authorized"] and not (self.owner.public_reads and reading):
             entry["status"] = 401
             self.owner.record(entry)
             self._refuse()

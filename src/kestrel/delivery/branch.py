@@ -66,12 +66,15 @@ def branch_name(task: str, session_id: str) -> str:
 
 
 def remote(checkout: Path, name: str) -> Remote:
-    """The remote `name` of the repository at `checkout`."""
-    done = _git(checkout, "config", "--get", f"remote.{name}.url")
-    url = done.stdout.decode().strip()
-    if not done.ok or not url:
+    """The remote `name` of the repository at `checkout`, with the URL a push goes to (its
+    `pushurl` and any `insteadOf` rewriting applied: the token's host is checked on that)."""
+    done = _git(checkout, "remote", "get-url", "--push", "--", name)
+    urls = done.stdout.decode().split()
+    if not done.ok or not urls:
         raise DeliveryError(f"the repository has no remote {name!r}; add one with `git remote add`")
-    return Remote(name, url)
+    if len(urls) > 1:
+        raise DeliveryError(f"remote {name!r} pushes to {len(urls)} URLs; push to one at a time")
+    return Remote(name, urls[0])
 
 
 def head(checkout: Path) -> tuple[str, str]:

@@ -10,16 +10,21 @@ import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 TOKEN_VARIABLES = ("KESTREL_FORGE_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")
+GITLAB_TOKEN_VARIABLES = ("KESTREL_FORGE_TOKEN", "GITLAB_TOKEN")
 _TIMEOUT_S = 15
 
 
-def forge_token(host: str, env: Mapping[str, str] | None = None) -> str:
-    """The token for `host`: the first of `TOKEN_VARIABLES` set, else what `git credential
-    fill` gives for https://HOST (the user's own helpers, never the repository's); '' if none."""
+def forge_token(
+    host: str, env: Mapping[str, str] | None = None, *, kind: Literal["github", "gitlab"] = "github"
+) -> str:
+    """The token for `host`: the first of `TOKEN_VARIABLES` (`GITLAB_TOKEN_VARIABLES` for
+    GitLab) set, else what `git credential fill` gives for https://HOST (the user's own helpers,
+    never the repository's); '' if none."""
     source = os.environ if env is None else env
-    for name in TOKEN_VARIABLES:
+    for name in GITLAB_TOKEN_VARIABLES if kind == "gitlab" else TOKEN_VARIABLES:
         if source.get(name, "").strip():
             return source[name].strip()
     return _from_git(host, source)

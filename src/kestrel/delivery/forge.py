@@ -1,4 +1,5 @@
-"""A forge's REST API, as far as pull requests need it: GitHub (and GitHub Enterprise).
+"""A forge's REST API, as far as pull requests need it: the `Forge` interface, and GitHub (and
+GitHub Enterprise) behind it.
 
 Calls carry the token in the `Authorization` header only; errors say what failed with the
 forge's own message, never the token.
@@ -7,7 +8,7 @@ forge's own message, never the token.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -28,6 +29,8 @@ class PullRequestInfo:
     number: int
     url: str
     head_sha: str
+    open: bool = True
+    """False once it was closed or merged: nothing more to sync."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,37 @@ class CheckRun:
     status: str
     conclusion: str | None
     summary: str
+
+
+class Forge(Protocol):
+    """What delivery asks of a forge, whichever it is (GitHub, GitLab)."""
+
+    repository: str
+
+    def close(self) -> None:
+        """Release the connection."""
+
+    def open_pull(
+        self, *, title: str, body: str, head: str, base: str, draft: bool
+    ) -> PullRequestInfo:
+        """Open a pull request from branch `head` into `base`."""
+        ...
+
+    def pull(self, number: int) -> PullRequestInfo:
+        """A pull request's number, page, head commit and whether it is open, now."""
+        ...
+
+    def review_comments(self, number: int) -> list[ReviewComment]:
+        """Every review comment of the pull request, oldest first."""
+        ...
+
+    def reply(self, number: int, comment_id: int, body: str) -> int:
+        """Answer a review comment in its thread; the reply's id."""
+        ...
+
+    def check_runs(self, sha: str) -> list[CheckRun]:
+        """The CI checks of commit `sha`."""
+        ...
 
 
 class GitHub:
@@ -75,13 +109,11 @@ class GitHub:
     ) -> PullRequestInfo:
         """Open a pull request from branch `head` into `base`."""
         payload = {"title": title, "body": body, "head": head, "base": base, "draft": draft}
-        data = self._call("POST", f"/repos/{self.repository}/pulls", json=payload)
-        return PullRequestInfo(int(data["number"]), str(data["html_url"]), data["head"]["sha"])
+        return _pull(self._call("POST", f"/repos/{self.repository}/pulls", json=payload))
 
     def pull(self, number: int) -> PullRequestInfo:
-        """A pull request's number, page and head commit now."""
-        data = self._call("GET", f"/repos/{self.repository}/pulls/{number}")
-        return PullRequestInfo(int(data["number"]), str(data["html_url"]), data["head"]["sha"])
+        """A pull request's number, page, head commit and whether it is open, now."""
+        return _pull(self._call("GET", f"/repos/{self.repository}/pulls/{number}"))
 
     def review_comments(self, number: int) -> list[ReviewComment]:
         """Every review comment of the pull request, oldest first (all pages)."""
@@ -128,6 +160,15 @@ class GitHub:
             return response.json()
         except ValueError:
             raise ForgeError(f"{method} {path}: the forge's answer is not JSON") from None
+
+
+def _pull(data: dict[str, Any]) -> PullRequestInfo:
+    return PullRequestInfo(
+        number=int(data["number"]),
+        url=str(data["html_url"]),
+        head_sha=str(data["head"]["sha"]),
+        open=data.get("state", "open") == "open",
+    )
 
 
 def _comment(item: dict[str, Any]) -> ReviewComment:

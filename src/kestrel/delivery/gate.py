@@ -26,14 +26,21 @@ def check_commit(checkout: Path, base: str, commit: str) -> GateReport:
     return scan(Collected(texts=tuple(texts), skipped=tuple(skipped)))
 
 
-def refuse_blocking(report: GateReport, *, accepted: bool) -> None:
-    """DeliveryError naming each blocking finding, unless the person accepted them."""
+ADVICE = (
+    'Fix it in the session (kestrel resume ID "..."), or push it anyway with '
+    "--accept-security-findings"
+)
+
+
+def refuse_blocking(report: GateReport, *, accepted: bool, advice: str = ADVICE) -> None:
+    """DeliveryError naming each blocking finding, unless the person accepted them (`advice`
+    says what they can do)."""
     if not report.blocking or accepted:
         return
     lines = [f"- {f.file}:{f.line or ''} {f.message}" for f in report.blocking[:20]]
     raise DeliveryError(
         "the change adds what the security gate blocks, so nothing was pushed:\n"
         + "\n".join(lines)
-        + '\nFix it in the session (kestrel resume ID "..."), or push it anyway with '
-        "--accept-security-findings"
+        + "\n"
+        + advice
     )

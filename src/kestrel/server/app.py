@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 
@@ -15,16 +16,20 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kestrel.delivery.forges import forge_settings
 from kestrel.protocol.errors import KestrelError, StoreError, StoreFull
 from kestrel.server import (
     routes_admin,
     routes_change,
     routes_decisions,
+    routes_delivery,
     routes_events,
+    routes_memory,
     routes_sessions,
     web,
 )
 from kestrel.server.hosting import Hosting, Refusal, ServerConfig
+from kestrel.server.pull_requests import PullRequests
 
 _log = logging.getLogger("kestrel.server")
 
@@ -34,15 +39,21 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        forge = config.forge or forge_settings(os.environ)
         hosting = Hosting.open(config)
+        pulls = PullRequests(hosting, forge)
         api.state.hosting = hosting
+        api.state.pulls = pulls
         hosting.pool.start()
         hosting.fanout.start()
+        pulls.start()
         try:
             yield
         finally:
+            await pulls.stop()
             await hosting.fanout.stop()
             await hosting.pool.stop()
+            pulls.close()
             hosting.close()
 
     api = FastAPI(
@@ -57,6 +68,8 @@ def create_app(config: ServerConfig) -> FastAPI:
     api.include_router(routes_events.router, prefix="/v1")
     api.include_router(routes_decisions.router, prefix="/v1")
     api.include_router(routes_change.router, prefix="/v1")
+    api.include_router(routes_delivery.router, prefix="/v1")
+    api.include_router(routes_memory.router, prefix="/v1")
     api.include_router(routes_admin.router, prefix="/v1")
     api.include_router(web.panel_router())  # The web panel at /, a client of /v1 like any other.
 
@@ -89,7 +102,8 @@ _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_f
 def _errors(api: FastAPI) -> None:
     @api.exception_handler(Refusal)
     async def refused(_: Request, exc: Refusal) -> Response:
-        code = {409: "conflict", 413: "too_large", 429: "limit", 503: "unavailable"}.get(exc.status)
+        code = {409: "conflict", 413: "too_large", 429: "limit", 502: "forge_error"}.get(exc.status)
+        code = code or {503: "unavailable"}.get(exc.status)
         return _error(exc.status, code or _CODES.get(exc.status, "error"), exc.message, exc.headers)
 
     @api.exception_handler(KestrelError)

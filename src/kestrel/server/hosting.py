@@ -12,10 +12,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kestrel.delivery.forges import ForgeSettings
 from kestrel.protocol.errors import ConfigError
+from kestrel.protocol.events import ContextAdded
 from kestrel.server.accounts import AccountStore, Principal, UnknownTenant
 from kestrel.server.intake import GitUrl, RepositorySource, materialize
 from kestrel.server.intake_hosts import check_git_host
+from kestrel.server.memory import HostedMemory, repository_key
 from kestrel.server.plans import (
     DEFAULT_PLANS,
     FREE,
@@ -52,6 +55,11 @@ class ServerConfig:
     min_free_bytes: int = 256 * 1024 * 1024
     """New sessions are refused (503) while the data folder's disk has less room than this."""
     plans: dict[str, Plan] = field(default_factory=lambda: dict(DEFAULT_PLANS))
+    allow_http_git: bool = False
+    """Accept plain http:// git URLs (a git server on a network the operator trusts)."""
+    forge: ForgeSettings | None = None
+    """The forge pull requests go to, with the server's token; None: from the server's
+    environment when it starts (`KESTREL_FORGE_API`, `KESTREL_FORGE_TOKEN`, ...)."""
 
 
 class Refusal(Exception):
@@ -74,6 +82,7 @@ class Hosting:
     accounts: AccountStore
     pool: Pool
     fanout: Fanout
+    memory: HostedMemory
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _locks_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -102,13 +111,15 @@ class Hosting:
             max_running=lambda tenant: plan_of(tenant).max_concurrent_sessions,
             max_wall_s=lambda tenant: plan_of(tenant).max_wall_s,
         )
-        return cls(config, store, registry, accounts, pool, Fanout(store))
+        memory = HostedMemory(config.data_dir / "memory.db")
+        return cls(config, store, registry, accounts, pool, Fanout(store), memory)
 
     def close(self) -> None:
         """Close the stores."""
         self.store.close()
         self.registry.close()
         self.accounts.close()
+        self.memory.close()
 
     def plan_of(self, who: Principal) -> Plan:
         """The plan of the principal's tenant."""
@@ -148,7 +159,12 @@ class Hosting:
         checkout = self.config.data_dir / "checkouts" / uuid.uuid4().hex
         checkout.parent.mkdir(parents=True, exist_ok=True)
         try:
-            materialize(source, checkout, allowed_roots=self.config.allowed_roots)
+            materialize(
+                source,
+                checkout,
+                allowed_roots=self.config.allowed_roots,
+                allow_http=self.config.allow_http_git,
+            )
             settings = self._settings(checkout, flags)
             # Admitted again under the tenant's lock, with the model the repository's own
             # settings may have chosen: two requests at once cannot both take the last slot.
@@ -161,8 +177,10 @@ class Hosting:
                     plan_first=bool(flags.get("plan_first")),
                     user_memory=False,
                 )
+                session_id = create_session(self.store, settings, new)
+                self._remember(who, session_id, repository_key(source))
                 hosted = Hosted(
-                    session_id=create_session(self.store, settings, new),
+                    session_id=session_id,
                     tenant_id=who.tenant_id,
                     user_id=who.user_id,
                     tier=self.plan_of(who).tier,
@@ -178,6 +196,13 @@ class Hosting:
             raise
         self.pool.submit(hosted)
         return hosted
+
+    def _remember(self, who: Principal, session_id: str, repository: str) -> None:
+        """Give a new session its tenant's entries for its repository, before it first runs."""
+        self.memory.remember_session(who.tenant_id, session_id, repository)
+        learned = self.memory.context(who.tenant_id, repository)
+        if learned:
+            self.store.append(session_id, ContextAdded(source="memory", text=learned))
 
     def _check_room(self) -> None:
         free = shutil.disk_usage(self.config.data_dir).free
