@@ -249,9 +249,14 @@ def ended(cluster: LocalCluster, run: str) -> bool:
 
 
 def _failovers(cluster: LocalCluster, watched: list[tuple[float, str, int]]) -> list[float]:
+    """Kill → next event of the session, for each run a killed worker held; a run whose new
+    worker was killed too before it logged anything counts once, at the last kill."""
     times = []
     for killed_at, session_id, seq in watched:
         later = [r.at for r in cluster.records(session_id) if r.seq > seq and r.at >= killed_at]
-        if later:
+        if not later:
+            continue
+        again = [t for t, s, _ in watched if s == session_id and killed_at < t < later[0]]
+        if not again:
             times.append(later[0] - killed_at)
     return times

@@ -28,8 +28,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 BEAT_S = 0.5
-DEAD_AFTER_S = 4.0
-"""Silence after which a worker counts as dead: eight missed beats, so that a busy machine's
+DEAD_AFTER_S = 3.0
+"""Silence after which a worker counts as dead: six missed beats, so that a busy machine's
 late beats do not get a live worker evicted (none was in the chaos runs on two loaded cores)."""
 
 _SCHEMA = """
