@@ -100,13 +100,14 @@ class LocalCluster:
         }
         self.cluster = Cluster(self.url)
 
-    def start_worker(self, slots: int | None = None) -> Worker:
+    def start_worker(self, slots: int | None = None, metrics_port: int | None = None) -> Worker:
         """Start a worker and wait until it takes work (`slots`: as the last one started)."""
         self.slots = slots = slots or self.slots
+        more = ["--metrics-port", str(metrics_port)] if metrics_port else []
         said = self.root / f"worker-{len(self.workers)}.log"
         with said.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "kestrel", "worker", "--slots", str(slots)],
+                [sys.executable, "-m", "kestrel", "worker", "--slots", str(slots), *more],
                 env=self.env,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
@@ -129,7 +130,9 @@ class LocalCluster:
             os.environ.clear()
             os.environ.update(saved)
 
-    def new_session(self, name: str, steps: int, tenant: str = "t1") -> tuple[str, str]:
+    def new_session(
+        self, name: str, steps: int, tenant: str = "t1", tier: int = 0
+    ) -> tuple[str, str]:
         """A checkout with a scripted task, its session created and queued; (session, run)."""
         checkout = self.root / "checkouts" / name
         checkout.mkdir(parents=True)
@@ -149,7 +152,7 @@ class LocalCluster:
             session_id = create_session(store, settings, NewSession(task="count up", cwd=checkout))
             mark = store.read(session_id)[-1].seq
         run = RunRequest(session_id=session_id, tenant=tenant, checkout=str(checkout), mark=mark)
-        return session_id, self.cluster.submit(run)
+        return session_id, self.cluster.submit(run, tier=tier)
 
     def store(self, settings: Any = None) -> Any:
         """The cluster's event log, closed after use."""
@@ -260,3 +263,27 @@ def _failovers(cluster: LocalCluster, watched: list[tuple[float, str, int]]) -> 
         if not again:
             times.append(later[0] - killed_at)
     return times
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The samples a `/metrics` endpoint on loopback serves, by name with labels."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples

@@ -21,6 +21,16 @@ TenantSlots = Annotated[
         "--tenant-slots", min=1, help="Runs of one tenant at once, across the whole cluster."
     ),
 ]
+MetricsPort = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        min=1,
+        max=65535,
+        help="Serve Prometheus metrics (queue by tier, runs, workers, failovers) on this "
+        "loopback port.",
+    ),
+]
 ExecutorId = Annotated[
     str | None,
     typer.Option("--id", help="This worker's id in the cluster (default: host, pid, random)."),
@@ -28,7 +38,10 @@ ExecutorId = Annotated[
 
 
 def worker_command(
-    slots: Slots = 2, tenant_slots: TenantSlots = None, executor_id: ExecutorId = None
+    slots: Slots = 2,
+    tenant_slots: TenantSlots = None,
+    executor_id: ExecutorId = None,
+    metrics_port: MetricsPort = None,
 ) -> None:
     """Join the cluster whose event log is `store_url` (or KESTREL_STORE_URL) and run its queued
     sessions; SIGTERM hands this worker's runs to the others. Any number of workers may run, on
@@ -50,6 +63,7 @@ def worker_command(
             slots=slots,
             tenant_slots=tenant_slots,
             executor_id=executor_id,
+            metrics_port=metrics_port,
         )
         run_worker(options, lambda: open_log(settings), _say_ready(slots))
     except ConfigError as exc:

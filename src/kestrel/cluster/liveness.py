@@ -39,6 +39,12 @@ CREATE TABLE IF NOT EXISTS kestrel_executors (
     host text NOT NULL,
     started_at timestamptz NOT NULL DEFAULT now(),
     beat_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS kestrel_failovers (
+    dead_executor text NOT NULL,
+    by_executor text NOT NULL,
+    runs integer NOT NULL,
+    at timestamptz NOT NULL DEFAULT now()
 )
 """
 
@@ -148,6 +154,11 @@ class Supervisor:
         dead = claim_dead(self._conn)
         if dead:
             count = self._recover(dead)
+            self._conn.execute(
+                "INSERT INTO kestrel_failovers (dead_executor, by_executor, runs)"
+                " VALUES (%s, %s, %s)",
+                (", ".join(dead), self._id, count),
+            )
             logger.warning("took over %d run(s) of dead worker(s) %s", count, ", ".join(dead))
 
     def _reconnect(self) -> None:

@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,8 @@ class WorkerContext:
     store_url: str
     open_store: Any
     """() -> EventStore: the cluster's event log."""
+    metrics: Any = None
+    """The worker's `WorkerMetrics`, when it serves them."""
 
 
 class Children:
@@ -102,6 +105,9 @@ def drive(context: WorkerContext, run: RunRequest) -> int:
     up to `CRASHES_RESUMED` times. Once the worker gives its runs up, no run returns: its end
     would be recorded as the run's, while another worker is taking the run over.
     """
+    started = time.monotonic()
+    if context.metrics is not None:
+        context.metrics.runs.inc()
     code = _drive_once(context, run)
     for _ in range(CRASHES_RESUMED):
         if code >= 0 or CHILDREN.abandoned.is_set():
@@ -110,6 +116,8 @@ def drive(context: WorkerContext, run: RunRequest) -> int:
         code = _drive_once(context, run)
     if CHILDREN.abandoned.is_set():
         threading.Event().wait()  # The worker is exiting; record nothing.
+    if context.metrics is not None:
+        context.metrics.run_seconds.observe(time.monotonic() - started)
     return code
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kestrel.cluster.engine import EngineSettings, dbos_config, register_queue, require_dbos
 from kestrel.cluster.liveness import Supervisor
+from kestrel.cluster.metrics import WorkerMetrics
 from kestrel.cluster.runs import CHILDREN, WorkerContext, register
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class WorkerOptions:
     slots: int = 2
     tenant_slots: int | None = None
     executor_id: str | None = None
+    metrics_port: int | None = None
+    """Serve Prometheus metrics on this loopback port (None: not at all)."""
 
 
 def new_executor_id() -> str:
@@ -52,14 +55,17 @@ def _evicted() -> None:
     os._exit(EXIT_EVICTED)
 
 
-def recover(executor_ids: list[str]) -> int:
+def recover(executor_ids: list[str], metrics: WorkerMetrics | None = None) -> int:
     """Put the dead executors' pending runs back on the queue; how many.
 
     The engine's `_recover_pending_workflows` is not part of its public interface: the package
     is pinned to one release, and the failover tests exercise this call.
     """
     dbos = require_dbos().DBOS
-    return len(dbos._recover_pending_workflows(executor_ids))
+    count = len(dbos._recover_pending_workflows(executor_ids))
+    if metrics is not None:
+        metrics.takeovers.inc(count)
+    return count
 
 
 def run_worker(
@@ -73,12 +79,19 @@ def run_worker(
         slots=options.slots,
         tenant_slots=options.tenant_slots,
     )
-    register(WorkerContext(options.data_dir, options.store_url, open_store))
+    metrics = None
+    if options.metrics_port is not None:
+        metrics = WorkerMetrics(options.store_url)
+        metrics.serve(options.metrics_port)
+    register(WorkerContext(options.data_dir, options.store_url, open_store, metrics))
     dbos(config=dbos_config(engine))
     dbos.launch()
     register_queue(engine)
     supervisor = Supervisor(
-        options.store_url, engine.executor_id, recover=recover, on_evicted=_evicted
+        options.store_url,
+        engine.executor_id,
+        recover=lambda ids: recover(ids, metrics),
+        on_evicted=_evicted,
     )
     supervisor.start()
     stop = threading.Event()
