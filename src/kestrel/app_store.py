@@ -52,7 +52,7 @@ def open_log(settings: Settings) -> EventStore:
     if settings.store_url is not None:
         from kestrel.store.postgres import PostgresStore
 
-        return PostgresStore(settings.store_url)
+        return PostgresStore(settings.store_url, outage_wait_s=settings.store_outage_wait_s)
     from kestrel.store.sqlite import SQLiteStore
 
     return SQLiteStore(data_dir(settings) / STORE_FILE_NAME)

@@ -216,6 +216,9 @@ class Settings(_Table):
     store_url: Annotated[str | None, _NoneWord] = None
     """The event log: none for the SQLite file in `data_dir`, or a `postgresql://` URL for one
     database that several processes and machines share."""
+    store_outage_wait_s: Annotated[float, Field(ge=0, le=3600)] = 60.0
+    """With `store_url`: how long a running session waits for a database that went away (a
+    restart, a fail-over) before it ends with an error; one never reached fails at once."""
     max_output_tokens: PositiveInt = 8192
     sandbox: Literal["none", "bwrap"] = "bwrap"
     """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""

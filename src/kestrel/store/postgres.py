@@ -42,7 +42,7 @@ from kestrel.store._common import (
     status_after,
 )
 from kestrel.store.base import SessionSummary, Spend
-from kestrel.store.postgres_faults import MISSING_DRIVER, log_lost, where
+from kestrel.store.postgres_faults import MISSING_DRIVER, CommitUnknown, log_lost, where
 from kestrel.store.sqlite_rows import decode, storable
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ class PostgresStore:
         poll_interval_s: float = 0.5,
         connect_timeout_s: float = 5.0,
         busy_timeout_s: float = 10.0,
+        outage_wait_s: float = 0.0,
         clock: Callable[[], float] = time.time,
         warn: Callable[[str], None] | None = None,
     ) -> None:
@@ -108,6 +109,7 @@ class PostgresStore:
 
         self._place = where(url)
         self._poll_s = poll_interval_s
+        self._outage_wait_s = outage_wait_s
         self._clock = clock
         self._warn = warn or _to_stderr
         self._notifier = Notifier()
@@ -123,10 +125,23 @@ class PostgresStore:
             "lock_timeout": f"{round(busy_timeout_s * 1000)}ms",
             "idle_in_transaction_session_timeout": f"{round(busy_timeout_s * 3000)}ms",
         }
+        # Once reached, a server that goes away is waited for (`postgres_link`), for up to
+        # `outage_wait_s`: a session then pauses through a restart rather than ending.
         self._writer = Link(
-            url, self._place, connect_timeout_s=connect_timeout_s, autocommit=False, settings=held
+            url,
+            self._place,
+            connect_timeout_s=connect_timeout_s,
+            autocommit=False,
+            settings=held,
+            outage_wait_s=outage_wait_s,
         )
-        self._reader = Link(url, self._place, connect_timeout_s=connect_timeout_s, autocommit=True)
+        self._reader = Link(
+            url,
+            self._place,
+            connect_timeout_s=connect_timeout_s,
+            autocommit=True,
+            outage_wait_s=outage_wait_s,
+        )
         self._listener = Listener(self._reader, self._notifier)
         try:
             self._writer.run(lambda conn: migrate(conn, self._place))
@@ -147,14 +162,40 @@ class PostgresStore:
         if starting:
             check_append(session_id, event, exists=False)  # its id, before touching the server
         at = self._clock()
-        record = self._writer.run(
+        try:
+            record = self._write(session_id, event, at, starting)
+        except CommitUnknown:
+            if not self._outage_wait_s:
+                raise
+            record = self._landed(session_id, event, at) or self._write(
+                session_id, event, at, starting
+            )
+        self._written.add(session_id)
+        self._notifier.notify(session_id)
+        return record
+
+    def _write(self, session_id: str, event: Event, at: float, starting: bool) -> Record:
+        return self._writer.run(
             lambda conn: self._append_in(conn, session_id, event, at),
             session_id=None if starting else session_id,
             commit=True,
         )
-        self._written.add(session_id)
-        self._notifier.notify(session_id)
-        return record
+
+    def _landed(self, session_id: str, event: Event, at: float) -> Record | None:
+        """The record of an append whose commit broke, when it did land (its session's last
+        record carries its time and type: one process writes a session at a time); None when
+        it did not. The read waits for the server like any other."""
+        row = self._reader.run(
+            lambda conn: conn.execute(
+                "SELECT seq, json FROM kestrel_events WHERE session_id = %s"
+                " ORDER BY seq DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        )
+        if row is None:
+            return None
+        last = decode(session_id, int(row[0]), str(row[1]))
+        return last if last.at == at and last.event.type == event.type else None
 
     def _append_in(self, conn: Conn, session_id: str, event: Event, at: float) -> Record:
         from kestrel.protocol.codec import record_to_json

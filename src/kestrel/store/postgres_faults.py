@@ -29,6 +29,11 @@ class StoreUnavailable(StoreError):
     """
 
 
+class CommitUnknown(StoreUnavailable):
+    """The connection broke while an append was being committed: the event may or may not be in
+    the log."""
+
+
 class SessionBusy(StoreError):
     """Another process held the session's row for longer than the store waits for it (its
     `busy_timeout_s`); nothing of the append was kept."""
@@ -96,10 +101,10 @@ def translate(
     return StoreError(f"{place} failed: {first_line(exc)}", path=place, session_id=session_id)
 
 
-def commit_unknown(place: str, session_id: str | None, exc: BaseException) -> StoreUnavailable:
+def commit_unknown(place: str, session_id: str | None, exc: BaseException) -> CommitUnknown:
     """The error for a connection that broke while an append was being committed."""
     event = f"an event of session {session_id}" if session_id else "a session's first event"
-    return StoreUnavailable(
+    return CommitUnknown(
         f"lost the connection to {place} while committing {event} ({first_line(exc)}): "
         "it may or may not be in the log; read the log before going on",
         path=place,

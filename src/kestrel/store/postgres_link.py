@@ -6,16 +6,30 @@ until it is used. A call that finds its reused connection dead before anything w
 runs once more on a fresh one, so a restart between two calls costs the caller nothing; a
 connection that breaks while a transaction commits is never retried (the server may have
 committed it), and a server that cannot be reached fails the call with `StoreUnavailable`.
+
+With `outage_wait_s`, a server that goes away after the link first reached it is waited for:
+the call is tried again, with growing pauses, for up to that long before it fails (a session
+pauses through a database restart or fail-over instead of ending). A server that was never
+reached fails at once, so a wrong URL is reported without a wait. A broken commit is never
+tried again here: the store decides (`CommitUnknown`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
-from kestrel.store.postgres_faults import commit_unknown, translate, unreachable
+from kestrel.store.postgres_faults import (
+    CommitUnknown,
+    StoreUnavailable,
+    commit_unknown,
+    translate,
+    unreachable,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -25,6 +39,10 @@ if TYPE_CHECKING:
     """A connection whose rows are tuples."""
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+FIRST_PAUSE_S = 0.2
+LONGEST_PAUSE_S = 2.0
 
 
 class Link:
@@ -38,6 +56,7 @@ class Link:
         connect_timeout_s: float,
         autocommit: bool,
         settings: dict[str, str] | None = None,
+        outage_wait_s: float = 0.0,
     ) -> None:
         self._url = url
         self._options = " ".join(f"-c {name}={value}" for name, value in (settings or {}).items())
@@ -46,6 +65,8 @@ class Link:
         self._autocommit = autocommit
         self._lock = threading.Lock()
         self._conn: Conn | None = None
+        self._outage_wait_s = outage_wait_s
+        self._reached = False
 
     def connect(self, session_id: str | None = None) -> Conn:
         """A new connection, or `StoreUnavailable` (naming `session_id`) when the server cannot
@@ -53,7 +74,7 @@ class Link:
         import psycopg
 
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self._url,
                 autocommit=self._autocommit,
                 connect_timeout=self._timeout,
@@ -62,6 +83,8 @@ class Link:
             )
         except psycopg.Error as exc:
             raise unreachable(self._place, exc, session_id) from None
+        self._reached = True
+        return conn
 
     def run(
         self,
@@ -70,7 +93,30 @@ class Link:
         session_id: str | None = None,
         commit: bool = False,
     ) -> T:
-        """`work(connection)` (then a commit, when asked), with errors as `StoreError`s."""
+        """`work(connection)` (then a commit, when asked), with errors as `StoreError`s; through
+        an outage of up to `outage_wait_s` once the server was reached."""
+        waited, pause = 0.0, FIRST_PAUSE_S
+        while True:
+            try:
+                return self._run(work, session_id=session_id, commit=commit)
+            except CommitUnknown:
+                raise
+            except StoreUnavailable as exc:
+                if not self._reached or waited >= self._outage_wait_s:
+                    raise
+                if waited == 0.0:
+                    logger.warning("%s; waiting up to %g s for it", exc, self._outage_wait_s)
+                time.sleep(pause)
+                waited += pause
+                pause = min(pause * 2, LONGEST_PAUSE_S)
+
+    def _run(
+        self,
+        work: Callable[[Conn], T],
+        *,
+        session_id: str | None,
+        commit: bool,
+    ) -> T:
         import psycopg
 
         with self._lock:
