@@ -155,6 +155,11 @@ MEANING: dict[str, dict[str, str]] = {
         "message": "The whole reply: text and tool calls.",
         "usage": "Tokens, cost and latency of this call.",
         "stop_reason": "Why the model stopped writing.",
+        "cached": "True when the reply was replayed from the response cache (an identical "
+        "request earlier in the session, see configuration's `redis_url`): the call spent "
+        "nothing, so `usage` has no tokens and no cost. Older logs have no such field: false.",
+        "saved_usage": "With `cached`: the usage of the call whose reply was replayed, i.e. "
+        "what the cache saved; null otherwise.",
     },
     "tool_call_requested": {
         "call": "The call as the model wrote it.",

@@ -20,6 +20,7 @@ from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_fi
 from kestrel.agent.subagents import SubagentRunner
 from kestrel.agent.task_tool import context_note, task_tool
 from kestrel.app_mcp import mcp_setup
+from kestrel.app_redis import with_response_cache
 from kestrel.app_sandbox import BYPASS_NEEDS_SANDBOX, outside_reach
 from kestrel.app_sandbox import check_sandbox as check_sandbox
 from kestrel.app_sandbox import data_dir as data_dir
@@ -270,7 +271,7 @@ def build_loop(
     loop = AgentLoop(
         store=store,
         session_id=session_id,
-        streamer=routed_streamer(router),
+        streamer=with_response_cache(routed_streamer(router), router, session_id, settings),
         tools=tools,
         environment=environment,
         approver=parts.approver,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kestrel.protocol.messages import ToolResultTurn
 from kestrel.store import STORE_FILE_NAME, default_data_dir
@@ -15,6 +15,9 @@ from kestrel.store import STORE_FILE_NAME, default_data_dir
 if TYPE_CHECKING:
     from kestrel.settings import Settings
     from kestrel.store.base import EventStore
+    from kestrel.store.tombstones import ArchiveLog
+
+S = TypeVar("S", bound="EventStore")
 
 
 def version() -> str:
@@ -34,11 +37,20 @@ def open_store(settings: Settings) -> EventStore:
     """The event store the settings choose (the SQLite file in the data directory unless
     `store_url` names a PostgreSQL database), once every apply that a killed process left half
     done is finished or rolled back (`kestrel.workspace.apply_lock`)."""
+    return _settled(settings, open_log(settings))
+
+
+def open_archive_log(settings: Settings) -> ArchiveLog:
+    """The event log itself, settled as `open_store` does, for archiving sessions (which
+    appends nothing, so there is nothing to publish)."""
+    return _settled(settings, archive_log(settings))
+
+
+def _settled(settings: Settings, store: S) -> S:
     from kestrel.protocol.errors import ConfigError
     from kestrel.workspace.apply_lock import finish_interrupted
     from kestrel.workspace.journal import ApplyError
 
-    store = open_log(settings)
     try:
         finish_interrupted(data_dir(settings), store)
     except ApplyError as exc:
@@ -48,14 +60,29 @@ def open_store(settings: Settings) -> EventStore:
 
 
 def open_log(settings: Settings) -> EventStore:
-    """The event store alone: PostgreSQL at `store_url`, else SQLite in the data directory."""
+    """The event store alone: PostgreSQL at `store_url`, else SQLite in the data directory;
+    with `redis_url`, each record appended is published there for live followers too."""
+    from kestrel.app_redis import publishing
+
+    return publishing(archive_log(settings), settings)
+
+
+def archive_log(settings: Settings) -> ArchiveLog:
+    """The event log itself: PostgreSQL at `store_url`, else SQLite in the data directory;
+    either one restores an archived session the first time it is opened (see
+    `kestrel.archive.restore`)."""
+    from kestrel.archive.restore import Restorer
+
+    restorer = Restorer(data_dir(settings))
     if settings.store_url is not None:
         from kestrel.store.postgres import PostgresStore
 
-        return PostgresStore(settings.store_url, outage_wait_s=settings.store_outage_wait_s)
+        return PostgresStore(
+            settings.store_url, outage_wait_s=settings.store_outage_wait_s, restorer=restorer
+        )
     from kestrel.store.sqlite import SQLiteStore
 
-    return SQLiteStore(data_dir(settings) / STORE_FILE_NAME)
+    return SQLiteStore(data_dir(settings) / STORE_FILE_NAME, restorer=restorer)
 
 
 def store_output(artifacts_dir: Path, result: ToolResultTurn) -> str:

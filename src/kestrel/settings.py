@@ -219,6 +219,20 @@ class Settings(_Table):
     store_outage_wait_s: Annotated[float, Field(ge=0, le=3600)] = 60.0
     """With `store_url`: how long a running session waits for a database that went away (a
     restart, a fail-over) before it ends with an error; one never reached fails at once."""
+    archive_url: Annotated[str | None, _NoneWord] = None
+    """Cold storage for idle sessions (`kestrel sessions archive`): none for the folder
+    `archive/objects` in `data_dir`, a `file:///folder`, or `s3://bucket/prefix` of any
+    S3-compatible store (credentials from the standard AWS environment variables)."""
+    archive_idle_days: Annotated[float, Field(ge=0, le=36500)] = 30.0
+    """How long a session must have been idle for `kestrel sessions archive` to take it."""
+    redis_url: Annotated[str | None, _NoneWord] = None
+    """Cluster mode's Redis (`redis://host:6379/0`): live events between processes, the
+    response cache and the hosted API's rate limits; none: each process on its own."""
+    redis_prefix: Annotated[str, Field(min_length=1, max_length=64)] = "kestrel:"
+    """What every key Kestrel writes in Redis starts with, so deployments can share one."""
+    response_cache_ttl_s: Annotated[float, Field(ge=0, le=7 * 86400)] = 3600.0
+    """With `redis_url`: how long a model reply may answer an identical request of the same
+    session (a resumed one, say); 0 turns the response cache off."""
     max_output_tokens: PositiveInt = 8192
     sandbox: Literal["none", "bwrap"] = "bwrap"
     """Where `bash` runs: `none` as the user, or `bwrap`, confined to the workspace."""
@@ -290,6 +304,22 @@ class Settings(_Table):
     def _check_store_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("expected a postgresql:// URL, or none for the local SQLite file")
+        return value
+
+    @field_validator("archive_url")
+    @classmethod
+    def _check_archive_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            from kestrel.archive.blobs import parse
+
+            parse(value)  # its ValueError says what an archive URL looks like
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("expected a redis://, rediss:// or unix:// URL, or none")
         return value
 
     @property

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kestrel.agent.big_arguments import DeltaCap, shrink_message
 from kestrel.agent.ports import OnRetry, OnSwitch
 from kestrel.agent.prompt import with_task_list
-from kestrel.agent.usage_estimate import estimated_usage
+from kestrel.agent.usage_estimate import saved, spent
 from kestrel.protocol.errors import ProviderError
 from kestrel.protocol.events import (
     Event,
@@ -100,8 +100,10 @@ async def take(loop: AgentLoop) -> ModelCompleted:
             completed = ModelCompleted(
                 request_id=request_id,
                 message=shrink_message(part.message, loop.environment.artifacts_dir),
-                usage=estimated_usage(part.usage, request, part.message),
+                usage=spent(part, request),
                 stop_reason=part.stop_reason,
+                cached=part.cached,
+                saved_usage=saved(part, request),
             )
             loop.emit(completed)
             loop._note_budgets(completed.usage)

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from kestrel.agent.compaction import message_tokens, request_tokens
 from kestrel.models.pricing import price
-from kestrel.protocol.messages import AssistantTurn, ModelRequest, Usage
+from kestrel.protocol.messages import AssistantTurn, Completion, ModelRequest, Usage
 
 
 def estimated_usage(usage: Usage, request: ModelRequest, reply: AssistantTurn) -> Usage:
@@ -33,3 +33,16 @@ def estimated_usage(usage: Usage, request: ModelRequest, reply: AssistantTurn) -
         return filled
     cost, priced = price(filled, usage.model)
     return replace(filled, cost_usd=cost, priced=priced)
+
+
+def spent(part: Completion, request: ModelRequest) -> Usage:
+    """What a completed call spent: nothing for a reply replayed from the response cache (its
+    usage names the model and no tokens or cost), else `estimated_usage`."""
+    if part.cached:
+        return Usage(model=part.usage.model)
+    return estimated_usage(part.usage, request, part.message)
+
+
+def saved(part: Completion, request: ModelRequest) -> Usage | None:
+    """For a replayed reply, what the call that first got it spent; None for a live call."""
+    return estimated_usage(part.usage, request, part.message) if part.cached else None

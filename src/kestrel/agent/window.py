@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from kestrel.agent import compaction
 from kestrel.agent.prompt import with_task_list
-from kestrel.agent.usage_estimate import estimated_usage
+from kestrel.agent.usage_estimate import spent
 from kestrel.policy.hooks import HookVerdict
 from kestrel.protocol.errors import ProviderError
 from kestrel.protocol.events import ContextCompacted, MovedOutput, SessionFinished
@@ -115,7 +115,7 @@ async def summarise(loop: AgentLoop, dropped: list[Message]) -> tuple[str, Usage
         stream = loop.streamer(request, role="fast", on_retry=on_retry, on_switch=on_switch)
         async for part in stream:
             if isinstance(part, Completion):
-                return part.message.text, estimated_usage(part.usage, request, part.message)
+                return part.message.text, spent(part, request)
     except ProviderError as exc:
         return f"(no summary: the summarising model failed: {exc})", None
     return "(no summary: the summarising model's reply ended early)", None

@@ -21,16 +21,35 @@ T = TypeVar("T")
 tenants_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True)
 
 
-def with_accounts(data_dir: Path, use: Callable[[AccountStore], T]) -> T:
-    """Run `use` on the server's account store; a bad store is one line and exit code 2."""
+def store_url() -> str | None:
+    """Cluster mode's database: `store_url` in the settings or KESTREL_STORE_URL (never a
+    command-line option, which other users of the machine could read)."""
+    from kestrel.service.sessions import settings_for
+
+    return settings_for(Path.cwd(), {}).store_url
+
+
+def open_accounts(folder: Path) -> AccountStore:
+    """The account store: the cluster's database in cluster mode, else the data folder's file."""
     from kestrel.server.accounts import AccountStore
 
-    path = data_dir / "accounts.db"
-    if not path.exists():
+    url = store_url()
+    if url is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        return AccountStore(folder / "accounts.db")
+    from kestrel.server.sql_pg import open_database
+
+    return AccountStore(open_database(url))
+
+
+def with_accounts(data_dir: Path, use: Callable[[AccountStore], T]) -> T:
+    """Run `use` on the server's account store (the cluster's in cluster mode); a bad store is
+    one line and exit code 2."""
+    if store_url() is None and not (data_dir / "accounts.db").exists():
         report_error(KestrelError(f"no accounts yet in {data_dir}: create a token first"))
         raise typer.Exit(EXIT_USAGE)
     try:
-        with AccountStore(path) as accounts:
+        with open_accounts(data_dir) as accounts:
             return use(accounts)
     except KestrelError as exc:
         report_error(exc)

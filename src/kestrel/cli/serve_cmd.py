@@ -1,4 +1,5 @@
-"""`kestrel serve`: the hosted mode on this machine (HTTP API, SQLite, a worker pool), and
+"""`kestrel serve`: the hosted mode on this machine (HTTP API, SQLite, a worker pool) or as one
+stateless API of a cluster (`store_url` names its PostgreSQL database), and
 `kestrel serve tokens|tenants` to manage who may use it."""
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kestrel.cli.exit_codes import EXIT_USAGE, report_error
-from kestrel.cli.serve_accounts import list_tokens, register, tenants_app
+from kestrel.cli.serve_accounts import list_tokens, open_accounts, register, tenants_app
+from kestrel.cli.serve_accounts import store_url as cluster_store_url
 from kestrel.protocol.errors import KestrelError
 
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ DataDir = Annotated[
     typer.Option(
         "--data-dir",
         help="Where the server keeps everything (default: beside the "
-        "local sessions, in a folder named server).",
+        "local sessions, in a folder named server; in cluster mode, the data folder "
+        "the workers share).",
     ),
 ]
 
@@ -42,6 +45,17 @@ def _data_dir(given: Path | None) -> Path:
     from kestrel.store import default_data_dir
 
     return default_data_dir(os.environ) / "server"
+
+
+def _served_dir(given: Path | None, store_url: str | None) -> Path:
+    """The server's data folder: in cluster mode by default the workers' own (`data_dir`,
+    KESTREL_DATA_DIR), since both must work on the same checkouts."""
+    if given is not None or store_url is None:
+        return _data_dir(given)
+    from kestrel.app_store import data_dir
+    from kestrel.service.sessions import settings_for
+
+    return data_dir(settings_for(Path.cwd(), {})).resolve()
 
 
 @serve_app.callback()
@@ -100,12 +114,14 @@ def serve(
 
     try:
         plans = _plans(plans_file)
+        store_url = cluster_store_url()
     except KestrelError as exc:
         report_error(exc)
         raise typer.Exit(EXIT_USAGE) from exc
     config = ServerConfig(
+        store_url=store_url,
         plans=plans,
-        data_dir=_data_dir(data_dir),
+        data_dir=_served_dir(data_dir, store_url),
         workers=workers,
         allowed_roots=tuple(p.resolve() for p in allowed_root or ()),
         scripted_models_dir=allow_scripted_models.resolve() if allow_scripted_models else None,
@@ -160,17 +176,13 @@ def create_token(
     data_dir: DataDir = None,
 ) -> None:
     """Make a tenant (or use an existing one), a user and an API token; print the token once."""
-    from kestrel.server.accounts import AccountStore
-
     if (tenant is None) == (tenant_id is None):
         report_error(
             KestrelError("name a new tenant (--tenant NAME) or an existing one (--tenant-id ID)")
         )
         raise typer.Exit(EXIT_USAGE)
-    folder = _data_dir(data_dir)
-    folder.mkdir(parents=True, exist_ok=True)
     try:
-        with AccountStore(folder / "accounts.db") as accounts:
+        with open_accounts(_data_dir(data_dir)) as accounts:
             made = (
                 accounts.tenant(tenant_id)
                 if tenant_id is not None
@@ -202,10 +214,8 @@ def revoke_token(
     data_dir: DataDir = None,
 ) -> None:
     """Revoke a token: every request with it is refused from now on."""
-    from kestrel.server.accounts import AccountStore
-
     try:
-        with AccountStore(_data_dir(data_dir) / "accounts.db") as accounts:
+        with open_accounts(_data_dir(data_dir)) as accounts:
             accounts.revoke_token(token_id)
     except KestrelError as exc:
         report_error(exc)

@@ -18,6 +18,7 @@ from kestrel.cli.exit_codes import EXIT_CANCELLED, EXIT_USAGE, report_error
 from kestrel.cli.remote_sessions import InsecureOption, ServerOption, list_remote, register
 from kestrel.cli.session_list import as_json as session_json
 from kestrel.cli.session_list import project_root, render_table, select
+from kestrel.cli.sessions_archive import register as register_archive
 from kestrel.cli.usage_text import spend_text
 from kestrel.protocol.errors import ConfigError, SessionNotFound
 from kestrel.settings_load import load_settings
@@ -305,3 +306,4 @@ def print_checkpoints(session_id: str) -> None:
 
 
 register(app)  # `create`, `follow`, `send` and the others that talk to a server.
+register_archive(app)  # `archive` and `restore`: cold storage of idle sessions.

@@ -98,13 +98,20 @@ CRASHES_RESUMED = 3
 """How many times a session process that died of a signal is resumed within one run."""
 
 
-def drive(context: WorkerContext, run: RunRequest) -> int:
+def drive(context: WorkerContext, run: RunRequest, workflow_id: str | None = None) -> int:
     """Run the session's process to its end; its exit code.
 
-    A process killed by a signal (the kernel's OOM killer, an operator) is resumed from its log,
-    up to `CRASHES_RESUMED` times. Once the worker gives its runs up, no run returns: its end
-    would be recorded as the run's, while another worker is taking the run over.
+    A session a server hosts is moved to running in the server's registry first, and back to
+    idle at the end, as the server's own pool does; a run the registry no longer wants (it was
+    withdrawn, or another was asked for since) is not run at all (`NOT_RUN`). A process killed
+    by a signal (the kernel's OOM killer, an operator) is resumed from its log, up to
+    `CRASHES_RESUMED` times. Once the worker gives its runs up, no run returns: its end would
+    be recorded as the run's, while another worker is taking the run over.
     """
+    hosted = registry_begin(context.store_url, run.session_id, workflow_id)
+    if hosted is False:
+        logger.info("session %s: run %s was withdrawn; not run", run.session_id, workflow_id)
+        return NOT_RUN
     started = time.monotonic()
     if context.metrics is not None:
         context.metrics.runs.inc()
@@ -118,7 +125,73 @@ def drive(context: WorkerContext, run: RunRequest) -> int:
         threading.Event().wait()  # The worker is exiting; record nothing.
     if context.metrics is not None:
         context.metrics.run_seconds.observe(time.monotonic() - started)
+    if hosted:
+        registry_end(context.store_url, run.session_id, workflow_id)
     return code
+
+
+NOT_RUN = 0
+"""The exit code of a run the server's registry no longer wanted when a worker took it."""
+REGISTRY = "kestrel_server.hosted"
+"""The server's registry of hosted sessions (`kestrel.server.registry`), in the cluster's
+database: a worker moves a run's session from queued to running and back to idle in it."""
+_IS_HOSTED = "SELECT 1 FROM kestrel_server.hosted WHERE session_id = %s"
+_BEGIN = (
+    "UPDATE kestrel_server.hosted SET status = 'running', updated_at = %s"
+    " WHERE session_id = %s AND run_id = %s AND status IN ('queued', 'running') RETURNING 1"
+)
+_END = (
+    "UPDATE kestrel_server.hosted SET status = 'idle', next_message = NULL, updated_at = %s"
+    " WHERE session_id = %s AND run_id = %s AND status = 'running'"
+)
+
+
+def registry_begin(url: str, session_id: str, workflow_id: str | None) -> bool | None:
+    """Claim the session for this run in the server's registry: True when it is this run's
+    (queued for it, or running it already: a run taken over from a dead worker), False when the
+    registry moved on, None when no server hosts the session (a run queued by other means)."""
+    if workflow_id is None:
+        return None
+
+    def claim(conn: Any) -> bool | None:
+        if conn.execute("SELECT to_regclass(%s)", (REGISTRY,)).fetchone()[0] is None:
+            return None
+        if conn.execute(_BEGIN, (time.time(), session_id, workflow_id)).fetchone():
+            return True
+        return False if conn.execute(_IS_HOSTED, (session_id,)).fetchone() else None
+
+    result: bool | None = _through_outage(url, claim)
+    return result
+
+
+def registry_end(url: str, session_id: str, workflow_id: str | None) -> None:
+    """The run is over: the session is idle, unless the registry moved on meanwhile."""
+    _through_outage(url, lambda conn: conn.execute(_END, (time.time(), session_id, workflow_id)))
+
+
+OUTAGE_WAIT_S = 60.0
+"""How long the registry's database is waited for at a run's start and end."""
+
+
+def _through_outage(url: str, work: Any) -> Any:
+    """`work(connection)` in one transaction, tried again while the database cannot be reached
+    for up to `OUTAGE_WAIT_S`."""
+    from kestrel.store.postgres_faults import StoreUnavailable, where
+    from kestrel.store.postgres_link import Link
+
+    link = Link(url, where(url), connect_timeout_s=5.0, autocommit=False)
+    deadline, pause = time.monotonic() + OUTAGE_WAIT_S, 0.2
+    try:
+        while True:
+            try:
+                return link.run(work, commit=True)
+            except StoreUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+    finally:
+        link.close()
 
 
 def _drive_once(context: WorkerContext, run: RunRequest) -> int:
@@ -154,7 +227,7 @@ def register(context: WorkerContext) -> None:
 
     @DBOS.step(name=STEP, retries_allowed=False)
     def drive_step(args: dict[str, Any]) -> int:
-        return drive(context, RunRequest(**args))
+        return drive(context, RunRequest(**args), DBOS.workflow_id)
 
     @DBOS.workflow(name=WORKFLOW)
     def run_session(args: dict[str, Any]) -> dict[str, Any]:

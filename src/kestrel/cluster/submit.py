@@ -41,9 +41,10 @@ class Cluster:
         dbos = require_dbos()
         self._client = dbos.DBOSClient(system_database_url=database_url, dbos_system_schema=SCHEMA)
 
-    def submit(self, run: RunRequest, *, tier: int = 0) -> str:
-        """Queue `run` with its plan's tier; its workflow id."""
-        workflow_id = run_id(run)
+    def submit(self, run: RunRequest, *, tier: int = 0, workflow_id: str | None = None) -> str:
+        """Queue `run` with its plan's tier; its workflow id (`run_id` unless one is given: a
+        server names each run it queues, so a run withdrawn and asked for again is new)."""
+        workflow_id = workflow_id or run_id(run)
         options: Any = {
             "workflow_name": WORKFLOW,
             "queue_name": QUEUE,
@@ -61,6 +62,19 @@ class Cluster:
         if not found:
             return None
         return RunState(workflow_id, found[0].status, found[0].executor_id)
+
+    def states(self, workflow_ids: list[str]) -> dict[str, str]:
+        """The status of each of these runs that was queued (one query for all)."""
+        if not workflow_ids:
+            return {}
+        found = self._client.list_workflows(
+            workflow_ids=workflow_ids, load_input=False, load_output=False
+        )
+        return {w.workflow_id: w.status for w in found}
+
+    def cancel(self, workflow_id: str) -> None:
+        """Take a queued run off the queue (one under way ends at its step's end)."""
+        self._client.cancel_workflow(workflow_id)
 
     def running_on(self, executor_id: str) -> list[str]:
         """The runs a worker holds now (their workflow ids)."""

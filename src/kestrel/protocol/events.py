@@ -178,6 +178,10 @@ class ModelCompleted:
     message: AssistantTurn
     usage: Usage
     stop_reason: StopReason = "end_turn"
+    cached: bool = False
+    """True when the reply came from the response cache: nothing was spent (`usage` is zero)."""
+    saved_usage: Usage | None = None
+    """With `cached`: what the call whose reply was replayed spent, which this one saved."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -132,6 +132,9 @@ class Completion:
     message: AssistantTurn
     usage: Usage
     stop_reason: StopReason = "end_turn"
+    cached: bool = False
+    """True when the reply was replayed from the response cache: `usage` is what the original
+    call spent, not what this one did (it spent nothing)."""
 
 
 StreamPart = TextDelta | ToolCallDelta | Completion

@@ -1,4 +1,5 @@
-"""Tenants, their users and the API tokens they sign in with, in one SQLite file.
+"""Tenants, their users and the API tokens they sign in with, in one SQLite file or in the
+cluster's PostgreSQL database.
 
 A token's secret (`ks_` and 43 url-safe characters) is shown once, when it is created; the
 database keeps only its SHA-256 digest and a short prefix to tell tokens apart in a list. A plain
@@ -6,7 +7,9 @@ digest is enough: the secret holds 256 random bits, so there is nothing to guess
 that a slow, salted hash would protect.
 
 The file is in WAL mode; every write is one `BEGIN IMMEDIATE` transaction, so several stores
-(threads or processes) may share it. One store may be used from several threads.
+(threads or processes) may share it. One store may be used from several threads. In PostgreSQL
+every write is one transaction too, and the tables are the file's, in the `kestrel_server`
+schema, with the layout's version in a row of `schema_versions`.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ import hmac
 import re
 import secrets
 import sqlite3
-import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TypeVar
 
+from kestrel.server.accounts_schema import SCHEMA_VERSION, open_file, prepare_shared
 from kestrel.server.accounts_types import (
     ROLES,
     AccountError,
@@ -41,9 +44,9 @@ from kestrel.server.accounts_types import (
     UnknownUser,
     User,
 )
+from kestrel.server.sql import Database, Tx
 
-SCHEMA_VERSION = 1
-"""The layout of the database, kept in `PRAGMA user_version`."""
+T = TypeVar("T")
 
 TOKEN_PREFIX = "ks_"  # noqa: S105 - not a secret: the start every secret shares
 """How every token secret begins, so that a leaked one is easy to recognise."""
@@ -51,70 +54,38 @@ TOKEN_PREFIX = "ks_"  # noqa: S105 - not a secret: the start every secret shares
 MAX_NAME_CHARS = 100
 """The longest tenant, user, plan name or token label."""
 
-# Marks the file as an account database ("KSAC"), so another SQLite file is never mistaken for
-# an empty one and filled with tables.
-_APPLICATION_ID = 0x4B534143
 _TOKEN_SHAPE = re.compile(TOKEN_PREFIX + r"[A-Za-z0-9_-]{43}")
 _SHOWN_CHARS = 6  # of the random part, kept for display: 36 of its 256 bits
 _ID_BYTES = 12  # 96 random bits: ids can be neither enumerated nor guessed
 
-_SCHEMA = (
-    "CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, plan TEXT NOT NULL,"
-    " created_at REAL NOT NULL)",
-    "CREATE TABLE users (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id),"
-    " name TEXT NOT NULL, role TEXT NOT NULL CHECK (role IN ('admin', 'member')),"
-    " created_at REAL NOT NULL)",
-    "CREATE TABLE tokens (id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id),"
-    " digest TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL, label TEXT NOT NULL,"
-    " created_at REAL NOT NULL, revoked_at REAL)",
-    "CREATE INDEX users_by_tenant ON users (tenant_id)",
-    "CREATE INDEX tokens_by_user ON tokens (user_id)",
-)
-
 
 class AccountStore:
-    """Tenants, users and tokens in one SQLite file, created with its tables on first open."""
+    """Tenants, users and tokens in one SQLite file (created with its tables on first open), or
+    in the cluster's PostgreSQL database (`sql_pg.PostgresDatabase`) that every server shares."""
 
     def __init__(
         self,
-        path: Path,
+        where: Path | Database,
         *,
         clock: Callable[[], float] = time.time,
         busy_timeout_s: float = 10.0,
     ) -> None:
-        self._path = path
+        self._path = where if isinstance(where, Path) else None
         self._clock = clock
-        self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: we issue BEGIN/COMMIT ourselves; the lock makes the one
-            # connection safe to share between threads; timeout waits out other writers.
-            self._conn = sqlite3.connect(
-                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            self._conn.row_factory = sqlite3.Row
-        except (OSError, sqlite3.Error) as exc:
-            raise AccountStoreError(f"cannot open the account database {path}: {exc}") from exc
-        try:
-            # Checked before anything is changed, so a file of something else is left as it was.
-            with self._write() as conn:
-                self._prepare(conn)
-            with self._guarded():
-                self._conn.execute("PRAGMA journal_mode = WAL")
-                self._conn.execute("PRAGMA foreign_keys = ON")
-        except BaseException:
-            self._conn.close()
-            raise
+        if isinstance(where, Path):
+            self._db: Database = open_file(where, busy_timeout_s)
+        else:
+            self._db = where
+            self._db.write(prepare_shared)
 
     @property
-    def path(self) -> Path:
-        """The database file."""
+    def path(self) -> Path | None:
+        """The database file (None in PostgreSQL)."""
         return self._path
 
     def close(self) -> None:
         """Close the database; the store cannot be used afterwards."""
-        with self._lock:
-            self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> AccountStore:
         return self
@@ -130,8 +101,7 @@ class AccountStore:
             plan=_checked_name("plan name", plan),
             created_at=self._clock(),
         )
-        with self._write() as conn:
-            _insert(conn, "tenants", asdict(tenant))
+        self._write(lambda tx: _insert(tx, "tenants", asdict(tenant)))
         return tenant
 
     def create_user(self, tenant_id: str, name: str, role: Role) -> User:
@@ -145,51 +115,58 @@ class AccountStore:
             role=role,
             created_at=self._clock(),
         )
-        with self._write() as conn:
-            _tenant(conn, tenant_id)
-            _insert(conn, "users", asdict(user))
+
+        def add(tx: Tx) -> None:
+            _tenant(tx, tenant_id)
+            _insert(tx, "users", asdict(user))
+
+        self._write(add)
         return user
 
     def create_token(self, user_id: str, label: str = "") -> IssuedToken:
         """Issue a token for a user; the secret is in the result and is never stored."""
         label = _checked_name("token label", label, empty=True)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        with self._write() as conn:
-            user = conn.execute("SELECT tenant_id FROM users WHERE id = ?", (user_id,)).fetchone()
+
+        def issue(tx: Tx) -> TokenInfo:
+            user = tx.execute("SELECT tenant_id FROM users WHERE id = ?", (user_id,)).one()
             if user is None:
                 raise UnknownUser(f"no user has the id {user_id!r}")
             info = TokenInfo(
                 id=_new_id("tok"),
                 user_id=user_id,
-                tenant_id=user["tenant_id"],
+                tenant_id=str(user[0]),
                 label=label,
                 prefix=secret[: len(TOKEN_PREFIX) + _SHOWN_CHARS],
                 created_at=self._clock(),
             )
             columns = asdict(info) | {"digest": _digest(secret)}
             del columns["tenant_id"]  # the user's, not a column of its own
-            _insert(conn, "tokens", columns)
-        return IssuedToken(token=info, secret=secret)
+            _insert(tx, "tokens", columns)
+            return info
+
+        return IssuedToken(token=self._write(issue), secret=secret)
 
     def authenticate(self, secret: str) -> Principal | None:
         """Who `secret` signs in as; None for a malformed, unknown or revoked token."""
         if not isinstance(secret, str) or _TOKEN_SHAPE.fullmatch(secret) is None:
             return None
         digest = _digest(secret)
-        with self._read() as conn:
-            row = conn.execute(
+        found = self._read(
+            lambda tx: tx.execute(
                 "SELECT k.digest, k.id AS token_id, k.user_id, u.tenant_id, u.role, t.plan FROM"
                 " tokens k JOIN users u ON u.id = k.user_id JOIN tenants t ON t.id = u.tenant_id"
                 " WHERE k.digest = ? AND k.revoked_at IS NULL",
                 (digest,),
-            ).fetchone()
+            ).dicts()
+        )
         # The lookup already matched; comparing again in constant time costs nothing and keeps
         # the decision independent of how the index compares strings.
-        if row is None or not hmac.compare_digest(row["digest"], digest):
+        if not found or not hmac.compare_digest(str(found[0]["digest"]), digest):
             return None
-        fields = dict(row)
+        fields = found[0]
         del fields["digest"]
-        return Principal(**fields)
+        return Principal(**fields)  # type: ignore[arg-type]
 
     def revoke_token(self, token_id: str, *, tenant_id: str | None = None) -> None:
         """Stop a token from authenticating; revoking it again changes nothing.
@@ -197,103 +174,86 @@ class AccountStore:
         With `tenant_id`, a token of another tenant counts as unknown (`UnknownToken`), so that
         one tenant's admin cannot revoke, or learn of, another tenant's tokens.
         """
-        with self._write() as conn:
-            row = conn.execute(
+
+        def revoke(tx: Tx) -> None:
+            row = tx.execute(
                 "SELECT u.tenant_id FROM tokens k JOIN users u ON u.id = k.user_id WHERE k.id = ?",
                 (token_id,),
-            ).fetchone()
-            if row is None or tenant_id not in (None, row["tenant_id"]):
+            ).one()
+            if row is None or tenant_id not in (None, row[0]):
                 raise UnknownToken(f"no token has the id {token_id!r}")
-            conn.execute(
+            tx.execute(
                 "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (self._clock(), token_id),
             )
 
+        self._write(revoke)
+
     def tokens(self, tenant_id: str) -> list[TokenInfo]:
         """Every token of the tenant's users, revoked ones too, oldest first; no secrets."""
-        with self._read() as conn:
-            _tenant(conn, tenant_id)
-            rows = conn.execute(
+
+        def rows(tx: Tx) -> list[dict[str, object]]:
+            _tenant(tx, tenant_id)
+            return tx.execute(
                 "SELECT k.id, k.user_id, u.tenant_id, k.label, k.prefix, k.created_at,"
                 " k.revoked_at FROM tokens k JOIN users u ON u.id = k.user_id"
                 " WHERE u.tenant_id = ? ORDER BY k.created_at, k.rowid",
                 (tenant_id,),
-            ).fetchall()
-        return [TokenInfo(**dict(row)) for row in rows]
+            ).dicts()
+
+        return [TokenInfo(**row) for row in self._read(rows)]  # type: ignore[arg-type]
 
     def users(self, tenant_id: str) -> list[User]:
         """The tenant's users, oldest first; `UnknownTenant` if there is no such tenant."""
-        with self._read() as conn:
-            _tenant(conn, tenant_id)
-            rows = conn.execute(
+
+        def rows(tx: Tx) -> list[dict[str, object]]:
+            _tenant(tx, tenant_id)
+            return tx.execute(
                 "SELECT id, tenant_id, name, role, created_at FROM users WHERE tenant_id = ?"
                 " ORDER BY created_at, rowid",
                 (tenant_id,),
-            ).fetchall()
-        return [User(**dict(row)) for row in rows]
+            ).dicts()
+
+        return [User(**row) for row in self._read(rows)]  # type: ignore[arg-type]
 
     def tenants(self) -> list[Tenant]:
         """Every tenant, oldest first."""
-        with self._read() as conn:
-            rows = conn.execute(
+        rows = self._read(
+            lambda tx: tx.execute(
                 "SELECT id, name, plan, created_at FROM tenants ORDER BY created_at, rowid"
-            ).fetchall()
-        return [Tenant(**dict(row)) for row in rows]
+            ).dicts()
+        )
+        return [Tenant(**row) for row in rows]  # type: ignore[arg-type]
 
     def tenant(self, tenant_id: str) -> Tenant:
         """The tenant with this id; `UnknownTenant` if there is none."""
-        with self._read() as conn:
-            return _tenant(conn, tenant_id)
+        return self._read(lambda tx: _tenant(tx, tenant_id))
 
     def set_plan(self, tenant_id: str, plan: str) -> Tenant:
         """Move a tenant to another plan; its tokens carry the new plan from the next request."""
         plan = _checked_name("plan name", plan)
-        with self._write() as conn:
-            _tenant(conn, tenant_id)
-            conn.execute("UPDATE tenants SET plan = ? WHERE id = ?", (plan, tenant_id))
-            return _tenant(conn, tenant_id)
 
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if application_id == 0 and version == 0:
-            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                raise AccountSchemaError(
-                    f"{self._path} is an SQLite database, but not a Kestrel account database"
-                )
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif application_id != _APPLICATION_ID:
-            raise AccountSchemaError(f"{self._path} is not a Kestrel account database")
-        elif version != SCHEMA_VERSION:  # tables and version are written in one transaction
-            raise AccountSchemaError(
-                f"the account database {self._path} has schema version {version}, but this "
-                f"Kestrel reads only version {SCHEMA_VERSION}; upgrade Kestrel"
-            )
+        def move(tx: Tx) -> Tenant:
+            _tenant(tx, tenant_id)
+            tx.execute("UPDATE tenants SET plan = ? WHERE id = ?", (plan, tenant_id))
+            return _tenant(tx, tenant_id)
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._guarded():
-            yield self._conn
+        return self._write(move)
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._guarded():
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def ping(self) -> None:
+        """Reach the database now, or raise (a readiness check)."""
+        self._guarded(lambda: self._db.ping())
 
-    @contextmanager
-    def _guarded(self) -> Iterator[None]:
+    def _read(self, work: Callable[[Tx], T]) -> T:
+        return self._guarded(lambda: self._db.read(work))
+
+    def _write(self, work: Callable[[Tx], T]) -> T:
+        return self._guarded(lambda: self._db.write(work))
+
+    def _guarded(self, call: Callable[[], T]) -> T:
         try:
-            yield
-        except sqlite3.Error as exc:
+            return call()
+        except sqlite3.Error as exc:  # PostgreSQL's faults are `StoreError`s already.
             raise AccountStoreError(f"the account database {self._path}: {exc}") from exc
 
 
@@ -321,19 +281,19 @@ def _checked_name(what: str, name: str, *, empty: bool = False) -> str:
     return name
 
 
-def _insert(conn: sqlite3.Connection, table: str, row: dict[str, object]) -> None:
+def _insert(tx: Tx, table: str, row: dict[str, object]) -> None:
     names, marks = ", ".join(row), ", ".join("?" * len(row))
     # Table and column names are this module's own, never a caller's; values are parameters.
-    conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))  # noqa: S608
+    tx.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))  # noqa: S608
 
 
-def _tenant(conn: sqlite3.Connection, tenant_id: str) -> Tenant:
-    row = conn.execute(
+def _tenant(tx: Tx, tenant_id: str) -> Tenant:
+    rows = tx.execute(
         "SELECT id, name, plan, created_at FROM tenants WHERE id = ?", (tenant_id,)
-    ).fetchone()
-    if row is None:
+    ).dicts()
+    if not rows:
         raise UnknownTenant(f"no tenant has the id {tenant_id!r}")
-    return Tenant(**dict(row))
+    return Tenant(**rows[0])  # type: ignore[arg-type]
 
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kestrel.protocol.errors import KestrelError
+from kestrel.protocol.errors import KestrelError, StoreError
 
 Role = Literal["admin", "member"]
 """What a user may do within its tenant: admins also manage users and tokens."""
@@ -38,8 +38,8 @@ class UnknownToken(AccountNotFound):
     """No token has the given id within the given tenant."""
 
 
-class AccountStoreError(AccountError):
-    """The account database cannot be opened or used."""
+class AccountStoreError(AccountError, StoreError):
+    """The account database cannot be opened or used (a `StoreError`: the API answers 503)."""
 
 
 class AccountSchemaError(AccountStoreError):

@@ -73,11 +73,31 @@ def create_app(config: ServerConfig) -> FastAPI:
     api.include_router(routes_admin.router, prefix="/v1")
     api.include_router(web.panel_router())  # The web panel at /, a client of /v1 like any other.
 
+    _health(api)
+    return api
+
+
+def _health(api: FastAPI) -> None:
+    """Liveness and readiness, for a process manager and a load balancer (not in the schema)."""
+
     @api.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
+        """Liveness: the process answers (it checks nothing else, so a database outage does
+        not get every server restarted)."""
         return {"status": "ok"}
 
-    return api
+    @api.get("/readyz", include_in_schema=False)
+    def readyz(request: Request) -> Response:
+        """Readiness: the server reaches its database and event log now (503 otherwise), so a
+        load balancer sends requests elsewhere meanwhile."""
+        hosting: Hosting | None = getattr(request.app.state, "hosting", None)
+        if hosting is None:
+            return _error(503, "unavailable", "the server is starting", {"Retry-After": "1"})
+        try:
+            hosting.ready()
+        except (StoreError, sqlite3.Error, OSError) as exc:
+            return _unavailable(exc)
+        return JSONResponse({"status": "ready"})
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -86,14 +106,19 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
 
 
 def _unavailable(exc: BaseException) -> Response:
-    """503 for a failure of the server's own storage (a full disk, say): nothing was changed,
-    and the same request may be sent again once the operator has made room."""
+    """503 for a failure of the server's own storage (a full disk, say, or a database that
+    cannot be reached): nothing was changed, and the same request may be sent again once the
+    operator has made room or the database is back."""
+    from kestrel.store.postgres_faults import StoreUnavailable
+
     full = isinstance(exc, StoreFull) or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
     full = full or "full" in str(exc).lower()
+    away = isinstance(exc, StoreUnavailable)
     why = "its disk is full" if full else "it cannot use its storage"
+    why = "its database cannot be reached" if away else why
     _log.error("storage failure: %s", exc)
     message = f"the server cannot do this now: {why}; try again later"
-    return _error(503, "unavailable", message, {"Retry-After": "60"})
+    return _error(503, "unavailable", message, {"Retry-After": "5" if away else "60"})
 
 
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}

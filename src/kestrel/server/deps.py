@@ -1,7 +1,9 @@
-"""What every route depends on: the hosted mode, and who calls (an API token, else 401)."""
+"""What every route depends on: the hosted mode, and who calls (an API token, else 401; past
+the plan's request rate, 429)."""
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -10,6 +12,7 @@ from pydantic import BaseModel
 
 from kestrel.server.accounts import Principal
 from kestrel.server.hosting import Hosting, Refusal
+from kestrel.server.rate_limit import check_rate, limiter_of
 
 _bearer = HTTPBearer(auto_error=False)
 
@@ -56,9 +59,11 @@ def principal(
     """Who calls: a valid, unrevoked API token, else 401."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Refusal(401, "an API token is required: Authorization: Bearer ks_...")
-    found = hosting_of(request).accounts.authenticate(credentials.credentials)
+    hosting = hosting_of(request)
+    found = hosting.accounts.authenticate(credentials.credentials)
     if found is None:
         raise Refusal(401, "the API token is not valid (unknown or revoked)")
+    check_rate(hosting, found, limiter_of(request.app.state, os.environ))
     return found
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -16,8 +15,10 @@ from kestrel.delivery.forges import ForgeSettings
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ContextAdded
 from kestrel.server.accounts import AccountStore, Principal, UnknownTenant
+from kestrel.server.follow import OutageTolerant
 from kestrel.server.intake import GitUrl, RepositorySource, materialize
 from kestrel.server.intake_hosts import check_git_host
+from kestrel.server.interfaces import HostedLog, SessionRuns
 from kestrel.server.memory import HostedMemory, repository_key
 from kestrel.server.plans import (
     DEFAULT_PLANS,
@@ -30,13 +31,13 @@ from kestrel.server.plans import (
 )
 from kestrel.server.registry import Hosted, Registry
 from kestrel.server.spend import spent_since
+from kestrel.server.sql import Database
 from kestrel.server.workers import Pool
-from kestrel.service.events import Fanout
+from kestrel.service.events import Fanout, carrier_from_env
 from kestrel.service.session_process import ENV_PASSED
 from kestrel.service.sessions import NewSession, create_session
 from kestrel.settings import Settings
 from kestrel.settings_load import load_settings
-from kestrel.store.sqlite import SQLiteStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +61,10 @@ class ServerConfig:
     forge: ForgeSettings | None = None
     """The forge pull requests go to, with the server's token; None: from the server's
     environment when it starts (`KESTREL_FORGE_API`, `KESTREL_FORGE_TOKEN`, ...)."""
+    store_url: str | None = None
+    """Cluster mode: the PostgreSQL database every server and worker shares (the log, the
+    server's tables and the queue); None: SQLite files in `data_dir` and a pool of workers in
+    this process."""
 
 
 class Refusal(Exception):
@@ -74,25 +79,31 @@ class Refusal(Exception):
 
 @dataclass(slots=True)
 class Hosting:
-    """The server's state: stores, registry, accounts and the worker pool."""
+    """The server's state: stores, registry, accounts and what runs the sessions."""
 
     config: ServerConfig
-    store: SQLiteStore
+    store: HostedLog
     registry: Registry
     accounts: AccountStore
-    pool: Pool
+    pool: SessionRuns
     fanout: Fanout
     memory: HostedMemory
-    _locks: dict[str, threading.Lock] = field(default_factory=dict)
-    _locks_lock: threading.Lock = field(default_factory=threading.Lock)
+    shared: Database | None = None
+    """Cluster mode: the database of the server's tables, shared with every other server."""
 
     @classmethod
     def open(cls, config: ServerConfig) -> Hosting:
-        """Open (or create) everything under the data directory."""
-        from kestrel.store import STORE_FILE_NAME
-
+        """Open (or create) everything: under the data directory, or in the cluster's database
+        when `store_url` names one."""
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(config.data_dir / STORE_FILE_NAME)
+        if config.store_url is not None:
+            return cls._open_cluster(config, config.store_url)
+        from kestrel.archive.restore import Restorer
+        from kestrel.store import STORE_FILE_NAME
+        from kestrel.store.sqlite import SQLiteStore
+
+        # An archived session is restored the first time a route reads it.
+        store = SQLiteStore(config.data_dir / STORE_FILE_NAME, restorer=Restorer(config.data_dir))
         registry = Registry(config.data_dir / "server.db")
         accounts = AccountStore(config.data_dir / "accounts.db")
 
@@ -112,7 +123,32 @@ class Hosting:
             max_wall_s=lambda tenant: plan_of(tenant).max_wall_s,
         )
         memory = HostedMemory(config.data_dir / "memory.db")
-        return cls(config, store, registry, accounts, pool, Fanout(store), memory)
+        fanout = Fanout(store, carrier=carrier_from_env(os.environ))
+        return cls(config, store, registry, accounts, pool, fanout, memory)
+
+    @classmethod
+    def _open_cluster(cls, config: ServerConfig, url: str) -> Hosting:
+        """Everything in the cluster's database; runs go to its queue."""
+        from kestrel.archive.restore import Restorer
+        from kestrel.cluster.submit import Cluster
+        from kestrel.server.cluster_mode import ClusterRuns
+        from kestrel.server.sql_pg import open_database
+        from kestrel.store.postgres import PostgresStore
+
+        shared = open_database(url)
+        # A request never waits through an outage: it is answered 503 and sent again.
+        store = PostgresStore(url, connect_timeout_s=3.0, restorer=Restorer(config.data_dir))
+        try:
+            registry = Registry(shared)
+            accounts = AccountStore(shared)
+            memory = HostedMemory(shared)
+            runs = ClusterRuns(registry, store, Cluster(url))
+        except BaseException:
+            store.close()
+            shared.close()
+            raise
+        fanout = Fanout(OutageTolerant(store), carrier=carrier_from_env(os.environ))
+        return cls(config, store, registry, accounts, runs, fanout, memory, shared)
 
     def close(self) -> None:
         """Close the stores."""
@@ -120,6 +156,11 @@ class Hosting:
         self.registry.close()
         self.accounts.close()
         self.memory.close()
+
+    def ready(self) -> None:
+        """Reach the registry's database and the event log now, or raise (`StoreError`)."""
+        self.registry.ping()
+        self.store.last_seqs([])
 
     def plan_of(self, who: Principal) -> Plan:
         """The plan of the principal's tenant."""
@@ -166,9 +207,10 @@ class Hosting:
                 allow_http=self.config.allow_http_git,
             )
             settings = self._settings(checkout, flags)
-            # Admitted again under the tenant's lock, with the model the repository's own
-            # settings may have chosen: two requests at once cannot both take the last slot.
-            with self._tenant_lock(who.tenant_id):
+            # Admitted again under the tenant's lock (every server's, in cluster mode), with the
+            # model the repository's own settings may have chosen: two requests at once cannot
+            # both take the last slot.
+            with self.registry.database.locked(f"admit:{who.tenant_id}"):
                 usage = self._admit(who, settings.model)
                 settings = _capped(settings, session_caps(self.plan_of(who), usage))
                 new = NewSession(
@@ -235,10 +277,6 @@ class Hosting:
             said = said.split(", which a repository's settings may not set")[0]
             raise Refusal(400, f"the session cannot start: {said}") from None
 
-    def _tenant_lock(self, tenant_id: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault(tenant_id, threading.Lock())
-
     def _default_model(self) -> str:
         home = self.config.data_dir / "home"
         return load_settings(self.config.data_dir, env=self._env(), flags={}, home=home).model
@@ -252,9 +290,17 @@ class Hosting:
             raise Refusal(403, "scripted models are not enabled on this server")
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k in ENV_PASSED}
-        env["KESTREL_DATA_DIR"] = str(self.config.data_dir)
-        return env
+        return server_env(self.config)
+
+
+def server_env(config: ServerConfig) -> dict[str, str]:
+    """The environment of the server's own `kestrel` commands and settings: what a session's
+    process may see, the data folder, and in cluster mode the cluster's database."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_PASSED}
+    env["KESTREL_DATA_DIR"] = str(config.data_dir)
+    if config.store_url is not None:
+        env["KESTREL_STORE_URL"] = config.store_url
+    return env
 
 
 def _plan(config: ServerConfig, name: str) -> Plan:

@@ -13,35 +13,32 @@ A repository is named by where a session's files came from: `HOST/PATH` of a git
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from kestrel.memory_store import MemoryEntryError, context_text, entry_text
 from kestrel.server.intake import GitUrl, LocalPath, RepositorySource
+from kestrel.server.sql import Database, SQLiteDatabase, Tx
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS memory (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS memory (
     tenant_id TEXT NOT NULL,
     id TEXT NOT NULL,
     repository TEXT NOT NULL,
     text TEXT NOT NULL,
     source TEXT NOT NULL,
-    created_at REAL NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant_id, id)
-);
-CREATE INDEX IF NOT EXISTS memory_by_repository ON memory (tenant_id, repository, created_at);
-CREATE TABLE IF NOT EXISTS session_repository (
+)""",
+    "CREATE INDEX IF NOT EXISTS memory_by_repository ON memory (tenant_id, repository, created_at)",
+    """CREATE TABLE IF NOT EXISTS session_repository (
     session_id TEXT PRIMARY KEY,
     tenant_id TEXT NOT NULL,
     repository TEXT NOT NULL
-);
-"""
+)""",
+)
 MAX_ENTRIES = 200
 """Entries a tenant may keep for one repository: every session of it starts with all of them."""
 
@@ -80,35 +77,36 @@ def _url_key(url: str) -> str:
 
 
 class HostedMemory:
-    """The tenants' entries and which repository each hosted session works on (SQLite)."""
+    """The tenants' entries and which repository each hosted session works on (SQLite file,
+    or the cluster's PostgreSQL database)."""
 
-    def __init__(self, path: Path) -> None:
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        with self._locked() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+    def __init__(self, where: Path | Database) -> None:
+        self._db = SQLiteDatabase(where) if isinstance(where, Path) else where
+        self._db.migrate(_SCHEMA)
 
     def close(self) -> None:
         """Close the database."""
-        with self._lock:
-            self._conn.close()
+        self._db.close()
 
     def remember_session(self, tenant_id: str, session_id: str, repository: str) -> None:
         """Record which repository a new session works on."""
-        with self._locked() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO session_repository VALUES (?, ?, ?)",
+        self._db.write(
+            lambda tx: tx.execute(
+                "INSERT INTO session_repository (session_id, tenant_id, repository) "
+                "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+                "tenant_id = excluded.tenant_id, repository = excluded.repository",
                 (session_id, tenant_id, repository),
             )
+        )
 
     def repository_of(self, tenant_id: str, session_id: str) -> str:
         """The repository of the tenant's session; '' when it has none (or is not theirs)."""
-        with self._locked() as conn:
-            row = conn.execute(
+        row = self._db.read(
+            lambda tx: tx.execute(
                 "SELECT repository FROM session_repository WHERE tenant_id = ? AND session_id = ?",
                 (tenant_id, session_id),
-            ).fetchone()
+            ).one()
+        )
         return str(row[0]) if row else ""
 
     def entries(self, tenant_id: str, repository: str | None = None) -> list[HostedEntry]:
@@ -118,9 +116,10 @@ class HostedMemory:
         if repository is not None:
             query += " AND repository = ?"
             args += (repository,)
-        with self._locked() as conn:
-            rows = conn.execute(query + " ORDER BY created_at, id", args).fetchall()
-        return [HostedEntry(str(a), str(b), str(c), str(d), float(e)) for a, b, c, d, e in rows]
+        rows = self._db.read(lambda tx: tx.execute(query + " ORDER BY created_at, id", args).rows)
+        return [
+            HostedEntry(str(a), str(b), str(c), str(d), float(str(e))) for a, b, c, d, e in rows
+        ]
 
     def add(self, tenant_id: str, repository: str, text: str, source: str) -> HostedEntry:
         """Keep an entry for the tenant's repository; MemoryEntryError for an empty, too long
@@ -131,20 +130,23 @@ class HostedMemory:
             )
         text = entry_text(text)
         entry = HostedEntry(_id(repository, text), repository, text, source[:200], time.time())
-        with self._locked() as conn:
-            count = conn.execute(
+
+        def insert(tx: Tx) -> None:
+            count = tx.execute(
                 "SELECT COUNT(*) FROM memory WHERE tenant_id = ? AND repository = ?",
                 (tenant_id, repository),
-            ).fetchone()[0]
-            if int(count) >= MAX_ENTRIES:
+            ).one()
+            if count is not None and int(str(count[0])) >= MAX_ENTRIES:
                 raise MemoryEntryError(f"{repository} has {MAX_ENTRIES} entries; remove some")
-            try:
-                conn.execute(
-                    "INSERT INTO memory VALUES (?, ?, ?, ?, ?, ?)",
-                    (tenant_id, entry.id, repository, text, entry.source, entry.created_at),
-                )
-            except sqlite3.IntegrityError:
-                raise MemoryEntryError(f"already remembered: {text}") from None
+            added = tx.execute(
+                "INSERT INTO memory (tenant_id, id, repository, text, source, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, id) DO NOTHING",
+                (tenant_id, entry.id, repository, text, entry.source, entry.created_at),
+            )
+            if added.rowcount != 1:
+                raise MemoryEntryError(f"already remembered: {text}")
+
+        self._db.write(insert)
         return entry
 
     def remove(self, tenant_id: str, entry_id: str) -> HostedEntry | None:
@@ -152,8 +154,11 @@ class HostedMemory:
         found = [e for e in self.entries(tenant_id) if e.id == entry_id]
         if not found:
             return None
-        with self._locked() as conn:
-            conn.execute("DELETE FROM memory WHERE tenant_id = ? AND id = ?", (tenant_id, entry_id))
+        self._db.write(
+            lambda tx: tx.execute(
+                "DELETE FROM memory WHERE tenant_id = ? AND id = ?", (tenant_id, entry_id)
+            )
+        )
         return found[0]
 
     def context(self, tenant_id: str, repository: str) -> str:
@@ -161,11 +166,6 @@ class HostedMemory:
         if not repository:
             return ""
         return context_text([e.text for e in self.entries(tenant_id, repository)])
-
-    @contextmanager
-    def _locked(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            yield self._conn
 
 
 def _id(repository: str, text: str) -> str:

@@ -14,6 +14,7 @@ model the plan does not include. User-defined plans come from a settings table:
     usd_per_day = 25.0                # leave out for no daily dollar budget
     allowed_models = ["*claude-*"]    # fnmatch globs over the model's name; leave out for all
     max_wall_s = 3600
+    requests_per_minute = 600         # API requests a minute; leave out for no limit
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ MAX_PLAN_NAME_CHARS = 100
 """The longest plan name."""
 
 _REQUIRED = ("tier", "max_concurrent_sessions", "max_queued_sessions", "max_wall_s")
-_OPTIONAL = ("tokens_per_day", "usd_per_day", "allowed_models")
+_OPTIONAL = ("tokens_per_day", "usd_per_day", "allowed_models", "requests_per_minute")
 
 
 class PlanError(ConfigError):
@@ -62,10 +63,16 @@ def _check_name(where: str, name: object) -> None:
 
 def _check_value(where: str, key: str, value: object) -> None:
     """Raise `PlanError` unless `value` is of the type and range the `Plan` field `key` takes."""
-    if key in ("tier", "max_queued_sessions", "max_concurrent_sessions", "tokens_per_day"):
-        if value is None and key == "tokens_per_day":
+    if key in (
+        "tier",
+        "max_queued_sessions",
+        "max_concurrent_sessions",
+        "tokens_per_day",
+        "requests_per_minute",
+    ):
+        if value is None and key in ("tokens_per_day", "requests_per_minute"):
             return
-        least = 1 if key == "max_concurrent_sessions" else 0
+        least = 1 if key in ("max_concurrent_sessions", "requests_per_minute") else 0
         if not isinstance(value, int) or isinstance(value, bool):
             raise PlanError(f"{where}.{key} must be a whole number, not {_kind(value)}")
         if value < least:
@@ -106,6 +113,9 @@ class Plan:
     allowed_models: tuple[str, ...] = ()
     """fnmatch globs (case-sensitive) over the model's name; empty: every model."""
     max_wall_s: float
+    requests_per_minute: int | None = None
+    """API requests the tenant may make a minute, across every server process (bursts of up
+    to that many); None: no limit."""
 
     def __post_init__(self) -> None:
         _check_name("plan", self.name)

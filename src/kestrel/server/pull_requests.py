@@ -80,7 +80,7 @@ class PullRequests:
     _task: asyncio.Task[None] | None = None
 
     def __post_init__(self) -> None:
-        self.pulls = PullStore(self.host.config.data_dir / "pulls.db")
+        self.pulls = PullStore(self.host.shared or self.host.config.data_dir / "pulls.db")
 
     def close(self) -> None:
         """Close the table of watched pull requests."""
@@ -200,6 +200,13 @@ class PullRequests:
                 _log.error("the pull request sync job failed: %s", type(exc).__name__)
 
     def _tick(self) -> None:
+        # One server at a time runs the job (in cluster mode, the others skip the tick), so a
+        # fix is pushed and a comment answered once.
+        with self.host.registry.database.locked("pull-sync", wait=False) as held:
+            if held:
+                self._tick_held()
+
+    def _tick_held(self) -> None:
         for watched in self.pulls.in_rounds():
             self._guarded(watched, self._finish, failed_round=True)
         if self.forge.sync_every_s <= 0 or not self.forge.token:

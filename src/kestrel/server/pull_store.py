@@ -1,5 +1,6 @@
 """The hosted sessions' pull requests the server watches, and the review round each one has under
-way (the feedback sent, while the session's follow-up runs), in SQLite: a restart loses neither.
+way (the feedback sent, while the session's follow-up runs), in SQLite or the cluster's
+PostgreSQL database: a restart loses neither.
 
 A round is `start_round` (the feedback and the log's last event number before the follow-up was
 queued), then `end_round` once the fix was pushed and the comments answered, or with the reason
@@ -10,34 +11,33 @@ someone asks for a sync again, so a follow-up that keeps failing does not keep s
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kestrel.delivery.feedback import Feedback
 from kestrel.delivery.forge import CheckRun, ReviewComment
+from kestrel.server.sql import Database, SQLiteDatabase
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS pulls (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS pulls (
     session_id TEXT PRIMARY KEY,
     tenant_id TEXT NOT NULL,
     number INTEGER NOT NULL,
     open INTEGER NOT NULL,
-    next_look REAL NOT NULL,
+    next_look DOUBLE PRECISION NOT NULL,
     round TEXT,
-    round_mark INTEGER,
+    round_mark BIGINT,
     error TEXT NOT NULL
-);
-"""
+)""",
+)
 _SELECT = (
     "SELECT session_id, tenant_id, number, open, next_look, round, round_mark, error FROM pulls "
 )
 _INSERT = (
-    "INSERT OR REPLACE INTO pulls (session_id, tenant_id, number, open, next_look, round, "
-    "round_mark, error) VALUES (?, ?, ?, 1, ?, NULL, NULL, '')"
+    "INSERT INTO pulls (session_id, tenant_id, number, open, next_look, round, round_mark, error)"
+    " VALUES (?, ?, ?, 1, ?, NULL, NULL, '') ON CONFLICT (session_id) DO UPDATE SET"
+    " tenant_id = excluded.tenant_id, number = excluded.number, open = 1,"
+    " next_look = excluded.next_look, round = NULL, round_mark = NULL, error = ''"
 )
 
 
@@ -59,24 +59,19 @@ class Watched:
 
 
 class PullStore:
-    """The `pulls` table (SQLite, safe from several threads)."""
+    """The `pulls` table (a SQLite file, or the cluster's PostgreSQL database)."""
 
-    def __init__(self, path: Path) -> None:
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        with self._locked() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+    def __init__(self, where: Path | Database) -> None:
+        self._db = SQLiteDatabase(where) if isinstance(where, Path) else where
+        self._db.migrate(_SCHEMA)
 
     def close(self) -> None:
         """Close the database."""
-        with self._lock:
-            self._conn.close()
+        self._db.close()
 
     def add(self, session_id: str, tenant_id: str, number: int, next_look: float) -> None:
         """Watch a pull request just opened."""
-        with self._locked() as conn:
-            conn.execute(_INSERT, (session_id, tenant_id, number, next_look))
+        self._db.write(lambda tx: tx.execute(_INSERT, (session_id, tenant_id, number, next_look)))
 
     def get(self, tenant_id: str, session_id: str) -> Watched | None:
         """The tenant's session's pull request; None for none (and for another tenant's)."""
@@ -95,40 +90,29 @@ class PullStore:
     def start_round(self, session_id: str, feedback: Feedback, mark: int) -> bool:
         """Record the feedback sent; False (nothing changed) when a round is under way."""
         text = json.dumps(asdict(feedback))
-        with self._locked() as conn:
-            done = conn.execute(
-                "UPDATE pulls SET round = ?, round_mark = ?, error = '' "
-                "WHERE session_id = ? AND round IS NULL",
-                (text, mark, session_id),
-            )
-            return done.rowcount == 1
+        query = (
+            "UPDATE pulls SET round = ?, round_mark = ?, error = '' "
+            "WHERE session_id = ? AND round IS NULL"
+        )
+        return self._db.write(lambda tx: tx.execute(query, (text, mark, session_id)).rowcount == 1)
 
     def end_round(self, session_id: str, next_look: float, error: str = "") -> None:
         """The round is over (with `error` when it failed); look again at `next_look`."""
-        with self._locked() as conn:
-            conn.execute(
-                "UPDATE pulls SET round = NULL, round_mark = NULL, error = ?, next_look = ? "
-                "WHERE session_id = ?",
-                (error[:2000], next_look, session_id),
-            )
+        query = (
+            "UPDATE pulls SET round = NULL, round_mark = NULL, error = ?, next_look = ? "
+            "WHERE session_id = ?"
+        )
+        self._db.write(lambda tx: tx.execute(query, (error[:2000], next_look, session_id)))
 
     def look_later(self, session_id: str, next_look: float, *, still_open: bool = True) -> None:
         """Nothing to do now: look again at `next_look` (never, once it is closed)."""
-        with self._locked() as conn:
-            conn.execute(
-                "UPDATE pulls SET next_look = ?, open = ?, error = '' WHERE session_id = ?",
-                (next_look, int(still_open), session_id),
-            )
+        query = "UPDATE pulls SET next_look = ?, open = ?, error = '' WHERE session_id = ?"
+        args = (next_look, int(still_open), session_id)
+        self._db.write(lambda tx: tx.execute(query, args))
 
     def _select(self, where: str, args: tuple[object, ...]) -> list[Watched]:
-        with self._locked() as conn:
-            rows = conn.execute(_SELECT + where, args).fetchall()
+        rows = self._db.read(lambda tx: tx.execute(_SELECT + where, args).rows)
         return [_watched(row) for row in rows]
-
-    @contextmanager
-    def _locked(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            yield self._conn
 
 
 def _watched(row: tuple[object, ...]) -> Watched:

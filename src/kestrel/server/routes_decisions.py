@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from typing import Any, Literal
 
@@ -14,11 +13,10 @@ from pydantic import BaseModel, Field
 from kestrel.agent.planning import Approve, Reject
 from kestrel.protocol.events import ApprovalScope, PermissionMode, PlanStep
 from kestrel.server.deps import ERRORS, Caller, Host
-from kestrel.server.hosting import Refusal
+from kestrel.server.hosting import Refusal, server_env
 from kestrel.server.routes_sessions import SessionView, Strict, view
 from kestrel.service.approvals import answer_approval, pending_approvals
 from kestrel.service.decisions import NotRunning, decide_plan, request_cancel, status_of
-from kestrel.service.session_process import ENV_PASSED
 
 router = APIRouter(responses=ERRORS)
 
@@ -279,9 +277,8 @@ def _diff_part(output: str) -> str:
 async def _kestrel(host: Host, cwd: object, *args: str) -> tuple[int, str]:
     """Run a `kestrel` command for a session in a process of its own (it may open the
     session's overlay, which this multi-threaded process cannot)."""
-    env = {k: v for k, v in os.environ.items() if k in ENV_PASSED}
-    home = host.config.data_dir / "home"
-    env.update(HOME=str(home), KESTREL_DATA_DIR=str(host.config.data_dir))
+    env = server_env(host.config)  # In cluster mode, with the cluster's database.
+    env.update(HOME=str(host.config.data_dir / "home"))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

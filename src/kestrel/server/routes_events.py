@@ -16,6 +16,7 @@ from fastapi import APIRouter, Header, Query, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
 
 from kestrel.protocol.codec import record_to_json
+from kestrel.protocol.errors import StoreError
 from kestrel.protocol.events import Record
 from kestrel.server.deps import ERRORS, Caller, Host
 from kestrel.server.registry import Hosted
@@ -81,7 +82,7 @@ async def _sse(host: Host, hosted: Hosted, after: int) -> AsyncIterator[str]:
             if time.monotonic() - checked >= STATUS_EVERY_S:  # Not once per event: a backlog
                 checked = time.monotonic()  # of thousands goes out without a query each.
                 status = await asyncio.to_thread(_status, host, hosted)
-                if status != said_status:
+                if status and status != said_status:
                     said_status = status
                     yield f"event: status\ndata: {json.dumps({'status': status})}\n\n"
             try:  # asyncio.timeout: 3.11's wait_for can swallow the cancel of a closed stream
@@ -110,7 +111,10 @@ def _sse_event(host: Host, hosted: Hosted, record: Record) -> str:
 
 
 def _status(host: Host, hosted: Hosted) -> str:
-    now = host.registry.get(hosted.tenant_id, hosted.session_id)
+    try:
+        now = host.registry.get(hosted.tenant_id, hosted.session_id)
+    except StoreError:  # The database away: the stream waits, it does not end.
+        return ""
     return now.status if now is not None else hosted.status
 
 

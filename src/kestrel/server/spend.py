@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kestrel.agent.state import replay
-from kestrel.store.sqlite import SQLiteStore
+from kestrel.server.interfaces import HostedLog
 
 
-def spent_since(store: SQLiteStore, session_ids: Sequence[str], since: float) -> tuple[int, float]:
+def spent_since(store: HostedLog, session_ids: Sequence[str], since: float) -> tuple[int, float]:
     """Tokens and dollars the sessions spent from `since` on (a Unix time).
 
     A session that began before `since` counts only what it spent after; one whose last event

@@ -23,6 +23,10 @@ ENV_PASSED = (
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
+    # Cluster mode's Redis: the session publishes its events there and shares the reply cache.
+    "KESTREL_REDIS_URL",
+    "KESTREL_REDIS_PREFIX",
+    "KESTREL_RESPONSE_CACHE_TTL_S",
 )
 """The server's environment variables a session's process sees; nothing else."""
 

@@ -32,6 +32,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from kestrel.store import postgres_tombstones as graves
+from kestrel.store import tombstones
 from kestrel.store._common import (
     RUNNING,
     Notifier,
@@ -44,6 +46,7 @@ from kestrel.store._common import (
 from kestrel.store.base import SessionSummary, Spend
 from kestrel.store.postgres_faults import MISSING_DRIVER, CommitUnknown, log_lost, where
 from kestrel.store.sqlite_rows import decode, storable
+from kestrel.store.tombstones import ARCHIVED, SessionArchived, StoredRow, Tombstone, restore_with
 
 if TYPE_CHECKING:
     from kestrel.protocol.events import Event, Record
@@ -86,6 +89,8 @@ class PostgresStore:
     `url` is a libpq connection string (`postgresql://user@host:5432/kestrel`). Opening the store
     connects once, creating the tables in an empty database; every failure underneath is a
     `StoreError` subclass (`StoreUnavailable`, `StoreFull`, `SessionLogLost`, `SessionBusy`).
+    An archived session is brought back by `restorer` the first time it is read or appended to
+    (see `kestrel.store.tombstones`).
     """
 
     def __init__(
@@ -98,6 +103,7 @@ class PostgresStore:
         outage_wait_s: float = 0.0,
         clock: Callable[[], float] = time.time,
         warn: Callable[[str], None] | None = None,
+        restorer: tombstones.Restorer | None = None,
     ) -> None:
         try:
             import psycopg  # noqa: F401
@@ -113,6 +119,7 @@ class PostgresStore:
         self._clock = clock
         self._warn = warn or _to_stderr
         self._notifier = Notifier()
+        self._restorer = restorer
         self._written: set[str] = set()
         """Sessions this store has appended to: their rows vanishing means the log was lost."""
         self._warned: set[tuple[str, int]] = set()
@@ -163,6 +170,9 @@ class PostgresStore:
             check_append(session_id, event, exists=False)  # its id, before touching the server
         at = self._clock()
         try:
+            record = self._write(session_id, event, at, starting)
+        except SessionArchived as exc:
+            restore_with(self._restorer, self, exc.tombstone)
             record = self._write(session_id, event, at, starting)
         except CommitUnknown:
             if not self._outage_wait_s:
@@ -245,6 +255,8 @@ class PostgresStore:
             raise log_lost(self._place, session_id)
         check_append(session_id, event, exists=row is not None)
         assert row is not None
+        if row[1] == ARCHIVED and (grave := graves.find(conn, session_id)) is not None:
+            raise SessionArchived(grave)  # rolled back: restored first, then tried again
         status = status_after(str(row[1]), event)
         return int(row[0]), None if status == row[1] else status
 
@@ -262,6 +274,8 @@ class PostgresStore:
                 (session_id, after_seq),
             ).fetchall()
         )
+        if not rows and self._restored(session_id):
+            return self.read(session_id, after_seq)
         records: list[Record] = []
         for seq, text in rows:
             try:
@@ -269,6 +283,30 @@ class PostgresStore:
             except DecodeError as exc:
                 self._skipped(session_id, int(seq), exc)
         return records
+
+    def _restored(self, session_id: str) -> bool:
+        """Whether the session was archived and is now back (the seam of transparent restore:
+        every reader, follower and writer of a session goes through `read` or `append`)."""
+        grave = self.tombstone(session_id)
+        if grave is not None:
+            restore_with(self._restorer, self, grave)
+        return grave is not None
+
+    def rows(self, session_id: str) -> Sequence[StoredRow]:
+        """Every event row of the session, exactly as stored (for archiving)."""
+        return self._reader.run(lambda conn: graves.rows(conn, session_id))
+
+    def tombstone(self, session_id: str) -> Tombstone | None:
+        """The session's tombstone, or None when it is not archived."""
+        return self._reader.run(lambda conn: graves.find(conn, session_id))
+
+    def bury(self, tombstone: Tombstone) -> None:
+        """Swap the session's rows for its tombstone (`ArchiveConflict` if it moved on)."""
+        self._writer.run(lambda conn: graves.bury(conn, tombstone), commit=True)
+
+    def reinstate(self, tombstone: Tombstone, rows: Sequence[StoredRow]) -> bool:
+        """Put an archived session's rows back; False when another process did first."""
+        return self._writer.run(lambda conn: graves.reinstate(conn, tombstone, rows), commit=True)
 
     def _skipped(self, session_id: str, seq: int, exc: Exception) -> None:
         with self._warned_lock:

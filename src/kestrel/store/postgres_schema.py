@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kestrel.store.postgres_faults import too_new
+from kestrel.store.postgres_tombstones import TOMBSTONE_TABLE
 
 if TYPE_CHECKING:
     from kestrel.store.postgres_link import Conn
@@ -78,3 +79,5 @@ def migrate(conn: Conn, place: str) -> None:
                 conn.execute(statement)
             conn.execute("DELETE FROM kestrel_store_version")
             conn.execute("INSERT INTO kestrel_store_version VALUES (%s)", (SCHEMA_VERSION,))
+        # Added since version 1 without a new version: older Kestrels never read it.
+        conn.execute(TOMBSTONE_TABLE)

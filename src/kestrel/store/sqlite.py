@@ -19,7 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from kestrel.store import quarantine
+from kestrel.store import quarantine, tombstones
+from kestrel.store import sqlite_queries as queries
+from kestrel.store import sqlite_tombstones as graves
 from kestrel.store._common import (
     RUNNING,
     Notifier,
@@ -41,6 +43,7 @@ from kestrel.store.sqlite_faults import (
 )
 from kestrel.store.sqlite_rows import decode as _decode
 from kestrel.store.sqlite_rows import storable as _storable
+from kestrel.store.tombstones import ARCHIVED, SessionArchived, StoredRow, Tombstone, restore_with
 
 if TYPE_CHECKING:
     # Imported where used, so that listing sessions does not build the event types.
@@ -73,39 +76,12 @@ _SCHEMA = (
 
 _EVERY_OPEN = (
     quarantine.QUARANTINE_SCHEMA,
+    graves.TOMBSTONE_SCHEMA,
     # Partial indexes over model calls only: the day's spend and each session's cost read a few
     # rows instead of the whole log. Older stores get them on open; older Kestrels ignore them.
     "CREATE INDEX IF NOT EXISTS events_spend_by_time ON events (at) WHERE type = 'model_completed'",
     "CREATE INDEX IF NOT EXISTS events_spend_by_session ON events (session_id)"
     " WHERE type = 'model_completed'",
-)
-
-_USAGE = "json_extract(json, '$.event.usage.{}')"
-_COST = f"COALESCE(SUM({_USAGE.format('cost_usd')}), 0.0)"
-_TOKENS = "COALESCE(SUM({}), 0)".format(
-    " + ".join(
-        _USAGE.format(name)
-        for name in ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
-    )
-)
-# Built from the constants above only; the one value, the time, is a bound parameter.
-_SPENT_SINCE = (
-    f"SELECT {_COST}, {_TOKENS}, COUNT(*) FROM events"  # noqa: S608
-    " WHERE type = 'model_completed' AND at >= ?"
-)
-# The parent is read from the first event, so stores written before subagents existed need no
-# migration.
-_SESSIONS_WITH_COST = (
-    "SELECT s.id, s.created_at, s.updated_at, s.task, s.cwd, s.model, s.last_seq,"  # noqa: S608
-    f" s.status, (SELECT {_COST} FROM events INDEXED BY events_spend_by_session"
-    "  WHERE session_id = s.id AND type = 'model_completed'),"
-    " json_extract(e.json, '$.event.parent_session_id'),"
-    " (SELECT COUNT(*) FROM events INDEXED BY events_spend_by_session"
-    "  WHERE session_id = s.id AND type = 'model_completed'),"
-    f" (SELECT MIN(COALESCE({_USAGE.format('priced')}, 1)) FROM events"
-    "  INDEXED BY events_spend_by_session WHERE session_id = s.id AND type = 'model_completed')"
-    " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
-    " ORDER BY s.created_at DESC, s.rowid DESC"
 )
 
 
@@ -117,7 +93,8 @@ class SQLiteStore:
     append that found no room (it left nothing behind), `SessionLogLost` for an append to a
     session whose log was deleted, or whose file was deleted or replaced, since this store last
     wrote to it. An event row that cannot be decoded is moved to the `quarantine` table, with
-    one warning through `warn`, and skipped.
+    one warning through `warn`, and skipped. An archived session is brought back by `restorer`
+    the first time it is read or appended to (see `kestrel.store.tombstones`).
     """
 
     def __init__(
@@ -129,6 +106,7 @@ class SQLiteStore:
         busy_timeout_s: float = 10.0,
         clock: Callable[[], float] = time.time,
         warn: Callable[[str], None] | None = None,
+        restorer: tombstones.Restorer | None = None,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
@@ -137,6 +115,7 @@ class SQLiteStore:
         self._clock = clock
         self._warn = warn or _to_stderr
         self._notifier = Notifier()
+        self._restorer = restorer
         # Sessions this store has appended to: their rows vanishing means the log was lost.
         self._written: set[str] = set()
         with guarded(path):
@@ -208,6 +187,13 @@ class SQLiteStore:
 
         The append is one transaction: when it fails (`StoreFull`, ...) nothing of it remains.
         """
+        try:
+            return self._append(session_id, event)
+        except SessionArchived as exc:
+            restore_with(self._restorer, self, exc.tombstone)
+        return self._append(session_id, event)
+
+    def _append(self, session_id: str, event: Event) -> Record:
         # An error names the session it stopped, unless the session never began.
         stopped = None if event.type == "session_started" else session_id
         with self._write_lock, guarded(self._path, stopped):
@@ -238,6 +224,8 @@ class SQLiteStore:
         if row is None and session_id in self._written:
             raise session_lost(self._path, session_id)
         check_append(session_id, event, exists=row is not None)
+        if row is not None and row[1] == ARCHIVED and (grave := graves.find(conn, session_id)):
+            raise SessionArchived(grave)
         at = self._clock()
         if isinstance(event, SessionStarted):
             seq = 1
@@ -271,6 +259,8 @@ class SQLiteStore:
                 "SELECT seq, json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after_seq),
             ).fetchall()
+        if not rows and self._restored(session_id):
+            return self.read(session_id, after_seq)
         records: list[Record] = []
         unreadable: list[tuple[str, int, str, str]] = []
         for seq, text in rows:
@@ -282,6 +272,34 @@ class SQLiteStore:
         if unreadable:
             self._set_aside(unreadable)
         return records
+
+    def _restored(self, session_id: str) -> bool:
+        """Whether the session was archived and is now back (the seam of transparent restore:
+        every reader, follower and writer of a session goes through `read` or `append`)."""
+        grave = self.tombstone(session_id)
+        if grave is not None:
+            restore_with(self._restorer, self, grave)
+        return grave is not None
+
+    def rows(self, session_id: str) -> Sequence[StoredRow]:
+        """Every event row of the session, exactly as stored (for archiving)."""
+        with self._read_lock, guarded(self._path):
+            return graves.rows(self._reader, session_id)
+
+    def tombstone(self, session_id: str) -> Tombstone | None:
+        """The session's tombstone, or None when it is not archived."""
+        with self._read_lock, guarded(self._path):
+            return graves.find(self._reader, session_id)
+
+    def bury(self, tombstone: Tombstone) -> None:
+        """Swap the session's rows for its tombstone (`ArchiveConflict` if it moved on)."""
+        with self._write_lock, guarded(self._path):
+            graves.bury(self._writer, tombstone)
+
+    def reinstate(self, tombstone: Tombstone, rows: Sequence[StoredRow]) -> bool:
+        """Put an archived session's rows back; False when another process did first."""
+        with self._write_lock, guarded(self._path):
+            return graves.reinstate(self._writer, tombstone, rows)
 
     def _set_aside(self, rows: Sequence[tuple[str, int, str, str]]) -> None:
         """Quarantine unreadable `(session, seq, reason, brief)` rows and say so, once each; a
@@ -318,29 +336,17 @@ class SQLiteStore:
         return follow(self.read, self._notifier, session_id, after_seq, self._poll_s)
 
     def sessions(self) -> Sequence[SessionSummary]:
-        """Every session, most recently created first."""
-        rows: list[Any] = self._query(_SESSIONS_WITH_COST)
-        return [
-            SessionSummary(
-                session_id=row[0],
-                created_at=row[1],
-                updated_at=row[2],
-                task=row[3],
-                cwd=row[4],
-                model=row[5],
-                events=row[6],
-                status=row[7],
-                cost_usd=float(row[8]),
-                parent_session_id=row[9],
-                turns=int(row[10]),
-                cost_known=row[11] != 0,  # None: no model call yet, so nothing unpriced
-            )
-            for row in rows
-        ]
+        """Every session, most recently created first; an archived one as its tombstone says."""
+        rows: list[Any] = self._query(queries.SESSIONS_WITH_COST)
+        found = [queries.summary(row) for row in rows]
+        if not any(s.status == ARCHIVED for s in found):
+            return found
+        with self._read_lock, guarded(self._path):
+            return tombstones.listed(found, graves.every(self._reader))
 
     def spent_since(self, since: float) -> Spend:
         """What every session's model calls recorded at or after `since` cost, in one query."""
-        row: Any = self._query(_SPENT_SINCE, (since,))[0]
+        row: Any = self._query(queries.SPENT_SINCE, (since,))[0]
         return Spend(cost_usd=float(row[0]), tokens=int(row[1]), calls=int(row[2]))
 
     def last_seqs(self, session_ids: Sequence[str]) -> dict[str, int]:
