@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import redis
+
 from kestrel.protocol.events import SessionStarted, ToolFinished
 from kestrel.redis_link import RedisLink
 from kestrel.store.redis_publish import Publisher, PublishingStore

@@ -17,12 +17,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import redis
 import redis.asyncio
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-
-import redis
 
 REDIS_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, OSError)
 """What a call to a Redis that went away, or never came, raises."""

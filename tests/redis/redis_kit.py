@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import redis
+
 from kestrel.redis_link import RedisLink
 
 REDIS_URL = os.environ.get("KESTREL_TEST_REDIS", "redis://127.0.0.1:6379/0")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import redis
 from fanout_kit import Collector, CountingLog, carried_fanout, say, start, writer
 from redis_kit import REDIS_URL, kill_clients
 
-import redis
 from kestrel.redis_link import RedisLink
 from kestrel.store.redis_publish import STREAM_LENGTH, stream_key
 from kestrel.store.sqlite import SQLiteStore

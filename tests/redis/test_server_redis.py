@@ -8,10 +8,10 @@ import threading
 from pathlib import Path
 
 import httpx
+import redis
 from redis_kit import REDIS_URL
 from server_kit import Server, wait_for
 
-import redis
 from kestrel.redis_link import RedisLink
 from kestrel.store.redis_publish import stream_key
 

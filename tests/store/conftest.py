@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from pg_helpers import fresh_database
+from psycopg.conninfo import conninfo_to_dict
 from store_helpers import Clock
+from tcp_proxy import Relay
 
 from kestrel.store import EventStore, MemoryStore, SQLiteStore
 
@@ -36,3 +38,16 @@ def pg_url() -> Iterator[str]:
     """The URL of a new, empty PostgreSQL database for this test alone."""
     with fresh_database() as url:
         yield url
+
+
+@pytest.fixture
+def relay(pg_url: str) -> Iterator[Relay]:
+    """A relay in front of the test server, up."""
+    parts = conninfo_to_dict(pg_url)
+    host = str(parts.get("host") or "")
+    if not host or host.startswith("/"):
+        pytest.skip("the test server is reached over a unix socket; the relay needs TCP")
+    made = Relay(host, int(parts.get("port") or 5432))
+    made.up()
+    yield made
+    made.down()

@@ -8,6 +8,8 @@ import contextlib
 import socket
 import threading
 
+from psycopg.conninfo import conninfo_to_dict
+
 
 class Relay:
     """Forwards connections on a loopback port to `(host, port)` while it is up."""
@@ -67,3 +69,9 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
             sink.sendall(data)
     with contextlib.suppress(OSError):
         sink.shutdown(socket.SHUT_WR)
+
+
+def via(relay: Relay, url: str) -> str:
+    """`url`, reached through the relay."""
+    parts = conninfo_to_dict(url)
+    return f"postgresql://{parts.get('user', '')}@127.0.0.1:{relay.port}/{parts['dbname']}"

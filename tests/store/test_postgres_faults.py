@@ -6,38 +6,17 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 from pg_helpers import cut_connections
-from psycopg.conninfo import conninfo_to_dict
 from store_helpers import started
-from tcp_proxy import Relay
+from tcp_proxy import Relay, via
 
 from kestrel.protocol.errors import SessionLogLost, StoreError
 from kestrel.protocol.events import UserMessage
 from kestrel.store.postgres import PostgresStore
 from kestrel.store.postgres_faults import SessionBusy, StoreUnavailable
-
-
-@pytest.fixture
-def relay(pg_url: str) -> Iterator[Relay]:
-    """A relay in front of the test server, up."""
-    parts = conninfo_to_dict(pg_url)
-    host = str(parts.get("host") or "")
-    if not host or host.startswith("/"):
-        pytest.skip("the test server is reached over a unix socket; the relay needs TCP")
-    made = Relay(host, int(parts.get("port") or 5432))
-    made.up()
-    yield made
-    made.down()
-
-
-def via(relay: Relay, url: str) -> str:
-    """`url`, reached through the relay."""
-    parts = conninfo_to_dict(url)
-    return f"postgresql://{parts.get('user', '')}@127.0.0.1:{relay.port}/{parts['dbname']}"
 
 
 def test_an_unreachable_server_is_named_without_its_password(relay: Relay) -> None:

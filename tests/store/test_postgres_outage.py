@@ -4,37 +4,18 @@ once it is back, with nothing written twice; one never reached fails at once."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 from store_helpers import started
-from tcp_proxy import Relay
+from tcp_proxy import Relay, via
 
 from kestrel.protocol.events import UserMessage
 from kestrel.store.postgres import PostgresStore
 from kestrel.store.postgres_faults import StoreUnavailable
 
 
-@pytest.fixture
-def relay(pg_url: str) -> Iterator[Relay]:
-    parts = conninfo_to_dict(pg_url)
-    host = str(parts.get("host") or "")
-    if not host or host.startswith("/"):
-        pytest.skip("the test server is reached over a unix socket; the relay needs TCP")
-    made = Relay(host, int(parts.get("port") or 5432))
-    made.up()
-    yield made
-    made.down()
-
-
-def _via(relay: Relay, url: str) -> str:
-    parts = conninfo_to_dict(url)
-    return f"postgresql://{parts.get('user', '')}@127.0.0.1:{relay.port}/{parts['dbname']}"
-
-
 def test_an_append_waits_through_an_outage_and_lands_once(relay: Relay, pg_url: str) -> None:
-    with PostgresStore(_via(relay, pg_url), connect_timeout_s=1, outage_wait_s=120) as store:
+    with PostgresStore(via(relay, pg_url), connect_timeout_s=1, outage_wait_s=120) as store:
         session_id = "s"
         store.append(session_id, started(session_id))
         store.append(session_id, UserMessage(text="before"))
@@ -55,7 +36,7 @@ def test_an_append_waits_through_an_outage_and_lands_once(relay: Relay, pg_url: 
 def test_an_outage_longer_than_the_wait_fails_with_one_clear_error(
     relay: Relay, pg_url: str
 ) -> None:
-    with PostgresStore(_via(relay, pg_url), connect_timeout_s=1, outage_wait_s=1) as store:
+    with PostgresStore(via(relay, pg_url), connect_timeout_s=1, outage_wait_s=1) as store:
         session_id = "s"
         store.append(session_id, started(session_id))
         relay.down()

@@ -21,9 +21,9 @@ from kestrel.redis_link import REDIS_ERRORS, Breaker, RedisLink
 from kestrel.store.base import EventStore, SessionSummary, Spend
 
 if TYPE_CHECKING:
+    import redis
     from redis.typing import EncodableT, FieldT
 
-    import redis
     from kestrel.protocol.events import Event, Record
 
 STREAM_LENGTH = 2000
