@@ -22,19 +22,14 @@ from kestrel.settings_sandbox import check_view_source
 from kestrel.settings_trust import check_trusted, digest
 from kestrel.settings_trust_store import STORE_NAME, TrustStore
 
+_TOP_LEVEL = (
+    *("model", "base_url", "permission_mode", "data_dir", "store_url", "archive_url"),
+    *("archive_idle_days", "redis_url", "redis_prefix", "response_cache_ttl_s"),
+    *("max_output_tokens", "sandbox", "network", "workspace"),
+)
+
 _FLAT: Mapping[str, tuple[str, ...]] = {
-    "model": ("model",),
-    "base_url": ("base_url",),
-    "permission_mode": ("permission_mode",),
-    "data_dir": ("data_dir",),
-    "store_url": ("store_url",),
-    "archive_url": ("archive_url",),
-    "archive_idle_days": ("archive_idle_days",),
-    **{name: (name,) for name in ("redis_url", "redis_prefix", "response_cache_ttl_s")},
-    "max_output_tokens": ("max_output_tokens",),
-    "sandbox": ("sandbox",),
-    "network": ("network",),
-    "workspace": ("workspace",),
+    **{name: (name,) for name in _TOP_LEVEL},
     "max_turns": ("limits", "max_turns"),
     "turn_grace": ("limits", "turn_grace"),
     "max_tokens": ("limits", "max_tokens"),

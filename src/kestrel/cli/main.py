@@ -48,10 +48,8 @@ _EPILOG = (
     "kestrel plan show|approve|reject ID · kestrel approve ID [--deny] · kestrel cancel ID · "
     "kestrel trust [--list|--revoke] · kestrel doctor · kestrel mcp serve · kestrel acp · "
     "kestrel pr [sync] ID · kestrel memory list|add|rm|accept · kestrel worker · "
-    "kestrel demo · kestrel help COMMAND.  "
-    "Exit codes: "
-    "0 done, 1 error, 2 bad usage or settings, 3 a budget or loop limit stopped the session, "
-    "130 cancelled (Ctrl-C), 143 stopped by SIGTERM."
+    "kestrel demo · kestrel help COMMAND.  Exit codes: 0 done, 1 error, 2 bad usage or settings, "
+    "3 a budget or loop limit stopped the session, 130 cancelled (Ctrl-C), 143 stopped by SIGTERM."
 )
 
 Model = Annotated[
