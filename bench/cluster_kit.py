@@ -88,6 +88,9 @@ class LocalCluster:
     root: Path
     workers: list[Worker] = field(default_factory=list)
     slots: int = 2
+    share_url: str | None = None
+    """Where checkpoints are shared; set, each worker has a data folder of its own, as on
+    machines of their own (the checkouts stay at the same paths)."""
 
     def __post_init__(self) -> None:
         (self.root / "home").mkdir(parents=True, exist_ok=True)
@@ -105,10 +108,14 @@ class LocalCluster:
         self.slots = slots = slots or self.slots
         more = ["--metrics-port", str(metrics_port)] if metrics_port else []
         said = self.root / f"worker-{len(self.workers)}.log"
+        env = dict(self.env)
+        if self.share_url is not None:
+            own = self.root / f"data-{len(self.workers)}"
+            env.update(KESTREL_DATA_DIR=str(own), KESTREL_WORKSPACE_SHARE_URL=self.share_url)
         with said.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kestrel", "worker", "--slots", str(slots), *more],
-                env=self.env,
+                env=env,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
                 stdout=out,

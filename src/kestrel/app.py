@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import difflib
-import hashlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -15,7 +13,7 @@ from pathlib import Path
 from kestrel.agent.agent_defs import definition_dirs, load_definitions
 from kestrel.agent.daily import DailyBudget, DailyLimits
 from kestrel.agent.loop import AgentLoop, LoopConfig
-from kestrel.agent.ports import Approver, OnRetry, OnSwitch, Snapshot, ToolEnvironment
+from kestrel.agent.ports import Approver, OnRetry, OnSwitch, ToolEnvironment
 from kestrel.agent.prompt import MemoryFile, build_system_prompt, find_memory_files, load_memory
 from kestrel.agent.subagents import SubagentRunner
 from kestrel.agent.task_tool import context_note, task_tool
@@ -26,6 +24,8 @@ from kestrel.app_sandbox import check_sandbox as check_sandbox
 from kestrel.app_sandbox import data_dir as data_dir
 from kestrel.app_sandbox import executor_for as executor_for
 from kestrel.app_sandbox import masked_data as masked_data
+from kestrel.app_share import GitCheckpointer as GitCheckpointer
+from kestrel.app_share import checkpointer_for as checkpointer_for
 from kestrel.app_store import open_store as open_store
 from kestrel.app_store import store_output as store_output
 from kestrel.app_store import version as version
@@ -41,7 +41,7 @@ from kestrel.policy.gate import PermissionGate
 from kestrel.policy.hooks import HookCommand, HookMatcher, HookRunner
 from kestrel.policy.rules import RuleSet
 from kestrel.protocol.errors import ConfigError
-from kestrel.protocol.events import ChangedFile, ErrorOccurred, ModelRole, PermissionMode
+from kestrel.protocol.events import ErrorOccurred, ModelRole, PermissionMode
 from kestrel.protocol.messages import ModelRequest, StreamPart
 from kestrel.sandbox.base import Executor
 from kestrel.sandbox.bwrap import BwrapExecutor
@@ -54,10 +54,7 @@ from kestrel.tools.registry import ToolRegistry, code_tools, default_tools
 from kestrel.tools.subjects import COMPAT_NAMES
 from kestrel.tools.todo import Todo
 from kestrel.tools.verify import Verify
-from kestrel.workspace import CheckpointStore
 from kestrel.workspace.handoff import baseline_from
-from kestrel.workspace.overlay import layer_for
-from kestrel.workspace.upper_index import OverlayLayers
 from kestrel.workspace.verify.session import SessionVerifier
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -155,43 +152,6 @@ class _Streamer:
     ) -> AsyncIterator[StreamPart]:
         chain = self.router.for_role(role)
         return chain.stream_observed(request, on_retry=on_retry, on_switch=on_switch)
-
-
-@dataclass(frozen=True, slots=True)
-class GitCheckpointer:
-    """Checkpoints in a shadow git repository in the data directory, one per workspace."""
-
-    store: CheckpointStore
-
-    async def snapshot(self, label: str) -> Snapshot | None:
-        """Record the workspace without blocking the event loop."""
-        checkpoint = await asyncio.to_thread(self.store.snapshot, label)
-        if checkpoint is None:
-            return None
-        changes = tuple(
-            ChangedFile(path=c.path, status=c.status, old_path=c.old_path)
-            for c in checkpoint.changes
-        )
-        return Snapshot(checkpoint_id=checkpoint.id, changes=changes, tree=checkpoint.tree)
-
-    async def restore(self, checkpoint_id: str) -> None:
-        """Bring the workspace's files back to the checkpoint."""
-        await asyncio.to_thread(self.store.restore, checkpoint_id)
-
-    async def head_id(self) -> str | None:
-        """The newest checkpoint recorded, logged or not (a crash may come in between)."""
-        return await asyncio.to_thread(self.store.head_id)
-
-
-def checkpointer_for(settings: Settings, root: Path, session_id: str) -> GitCheckpointer:
-    """The checkpointer of a session: a shadow repository keyed by the workspace's path."""
-    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    git_dir = data_dir(settings) / "checkpoints" / key
-    layer = layer_for(data_dir(settings), session_id)
-    # In a kernel overlay, later checkpoints look only at what the session's upper layer names;
-    # the store checks that the overlay is mounted over `root` before it relies on that.
-    layers = OverlayLayers(upper=layer.upper, lower=layer.lower)
-    return GitCheckpointer(CheckpointStore(root, git_dir, session=session_id, layers=layers))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -225,6 +225,10 @@ class Settings(_Table):
     S3-compatible store (credentials from the standard AWS environment variables)."""
     archive_idle_days: Annotated[float, Field(ge=0, le=36500)] = 30.0
     """How long a session must have been idle for `kestrel sessions archive` to take it."""
+    workspace_share_url: Annotated[str | None, _NoneWord] = None
+    """Cluster mode without a shared data folder: where each session's checkpoints are put as
+    they are recorded (`file:///folder` or `s3://bucket/prefix`), so that a machine that takes
+    the session over makes its files from the newest one; none: not shared."""
     redis_url: Annotated[str | None, _NoneWord] = None
     """Cluster mode's Redis (`redis://host:6379/0`): live events between processes, the
     response cache and the hosted API's rate limits; none: each process on its own."""
@@ -306,7 +310,7 @@ class Settings(_Table):
             raise ValueError("expected a postgresql:// URL, or none for the local SQLite file")
         return value
 
-    @field_validator("archive_url")
+    @field_validator("archive_url", "workspace_share_url")
     @classmethod
     def _check_archive_url(cls, value: str | None) -> str | None:
         if value is not None:

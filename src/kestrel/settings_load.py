@@ -25,7 +25,7 @@ from kestrel.settings_trust_store import STORE_NAME, TrustStore
 _TOP_LEVEL = (
     *("model", "base_url", "permission_mode", "data_dir", "store_url", "archive_url"),
     *("archive_idle_days", "redis_url", "redis_prefix", "response_cache_ttl_s"),
-    *("max_output_tokens", "sandbox", "network", "workspace"),
+    *("max_output_tokens", "sandbox", "network", "workspace", "workspace_share_url"),
 )
 
 _FLAT: Mapping[str, tuple[str, ...]] = {

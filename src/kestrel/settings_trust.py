@@ -6,9 +6,9 @@ that run commands on this machine (`hooks`), loosen the sandbox (`sandbox`, `net
 `network_allow`), answer questions in advance (`permissions.allow`, `permission_mode`), send the
 conversation and the API key somewhere (`base_url`, a `models` entry's `base_url`), start MCP
 servers (`mcp_servers`, every server of a `.mcp.json`), or choose where Kestrel writes
-(`data_dir`, `store_url`, `redis_url`, `archive_url`) are refused until the user has run
-`kestrel trust` on that file's exact content. Settings that only narrow or tune (deny and ask
-rules, budgets, the model's name, ...) never need trust.
+(`data_dir`, `store_url`, `redis_url`, `archive_url`, `workspace_share_url`) are refused until
+the user has run `kestrel trust` on that file's exact content. Settings that only narrow or
+tune (deny and ask rules, budgets, the model's name, ...) never need trust.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _SAFE_VALUES: Mapping[str, tuple[object, ...]] = {
     "permission_mode": ("default", "plan"),
 }
 """Keys that need trust unless their value is one of these (the strictest choices)."""
-_VALUED = ("base_url", "data_dir", "store_url", "redis_url", "archive_url")
+_VALUED = ("base_url", "data_dir", "store_url", "redis_url", "archive_url", "workspace_share_url")
 """Keys that need trust whenever they name something ("none" resets them to the default)."""
 _LISTS = ("network_allow",)
 """Keys that need trust whenever their list is not empty."""

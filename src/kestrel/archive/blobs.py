@@ -127,6 +127,16 @@ class Blobs:
                     out.write(data)
         return digest.hexdigest(), size
 
+    def keys(self, prefix: str) -> list[str]:
+        """The keys under `prefix` (relative to this place), sorted."""
+        import obstore
+
+        start = self._key(prefix)
+        with _unavailable(self.place.location(prefix), "list"):
+            found = obstore.list(self._store, prefix=start).collect()
+        cut = len(self._key("")) + 1 if self.place.prefix else 0
+        return sorted(str(meta["path"])[cut:] for meta in found)
+
     def delete(self, key: str) -> None:
         """Remove `key` (no error when it is already gone)."""
         import obstore

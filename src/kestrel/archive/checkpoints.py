@@ -56,7 +56,7 @@ def bundle(data_dir: Path, session_id: str, out: Path) -> list[RepoPart]:
     parts = []
     ref = f"{_REFS}/{session_id}"
     for repo in repos_of(data_dir, session_id):
-        git = _git(repo)
+        git = shadow_git(repo)
         head = git.text("rev-parse", "--verify", f"{ref}^{{commit}}")
         git.run("bundle", "create", "--quiet", str(out / f"{repo.name}.bundle"), ref)
         index = _index(repo, session_id)
@@ -71,7 +71,7 @@ def bundle(data_dir: Path, session_id: str, out: Path) -> list[RepoPart]:
 def remove(data_dir: Path, session_id: str) -> None:
     """Delete the session's refs and indexes, and every repository left without a ref."""
     for repo in repos_of(data_dir, session_id):
-        git = _git(repo)
+        git = shadow_git(repo)
         git.run("update-ref", "-d", f"{_REFS}/{session_id}")
         _index(repo, session_id).unlink(missing_ok=True)
         if not git.text("for-each-ref", "--count=1", "--format=%(refname)"):
@@ -87,7 +87,7 @@ def put_back(data_dir: Path, session_id: str, parts: list[RepoPart], source: Pat
         init_shadow("git", repo, os.environ)
         (repo / "kestrel-index").mkdir(exist_ok=True)
         _merge_exclude(repo / "info" / "exclude", part.exclude)
-        git = _git(repo)
+        git = shadow_git(repo)
         try:
             # Not `git fetch`: the fixed environment allows no transport, the file one included.
             listed = git.text("bundle", "unbundle", str(source / f"{part.repo}.bundle"))
@@ -107,7 +107,7 @@ def _put_index(repo: Path, session_id: str, saved: Path) -> None:
     crash left unrecorded): then the next checkpoint builds a fresh one from the files."""
     index = _index(repo, session_id)
     shutil.copyfile(saved, index)
-    if _git(repo, index).run("write-tree", check=False).returncode != 0:
+    if shadow_git(repo, index).run("write-tree", check=False).returncode != 0:
         index.unlink(missing_ok=True)
 
 
@@ -126,7 +126,7 @@ def _index(repo: Path, session_id: str) -> Path:
     return repo / "kestrel-index" / session_id
 
 
-def _git(repo: Path, index: Path | None = None) -> ShadowGit:
+def shadow_git(repo: Path, index: Path | None = None) -> ShadowGit:
     """Git on one shadow repository, with the checkpoints' fixed environment."""
     env = shadow_env(
         git_dir=repo,

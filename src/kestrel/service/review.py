@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kestrel import app, app_workspace
+from kestrel import app, app_share, app_workspace
 from kestrel.app_workspace import Handoff
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import Event, SessionStarted
@@ -79,6 +79,9 @@ def pending_diff(store: EventStore, raw_id: str) -> tuple[str, PendingDiff | Non
     settings = settings_at(found.cwd)
     layer = layer_for(app.data_dir(settings), sid)
     root = layer.tree if layer.tree.is_dir() else existing(found)
+    wanted = app_share.logged_files(store, sid) if settings.workspace_share_url else None
+    if wanted is not None:  # Recorded on another machine, perhaps.
+        app_share.bring(settings, root, sid, wanted)
     checkpoints = app.checkpointer_for(settings, root, sid).store
     pending = pending_change(checkpoints, found.events)
     if pending is None:

@@ -27,6 +27,13 @@ ENV_PASSED = (
     "KESTREL_REDIS_URL",
     "KESTREL_REDIS_PREFIX",
     "KESTREL_RESPONSE_CACHE_TTL_S",
+    # Cluster mode's shared storage for checkpoints, and its credentials.
+    "KESTREL_WORKSPACE_SHARE_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
 )
 """The server's environment variables a session's process sees; nothing else."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from kestrel import app, app_workspace, memory_store
+from kestrel import app, app_share, app_workspace, memory_store
 from kestrel.agent.loop import AgentLoop
 from kestrel.agent.planning import PLAN_MODE_NOTE
 from kestrel.agent.prompt import repository_root
@@ -177,8 +177,10 @@ def open_run(
 ) -> Run:
     """Open the session's workspace and build its loop, with the run's budget overrides."""
     view = app_workspace.open_workspace(settings, session_id, cwd)
+    # Another machine ran the session last: its files come from the checkpoint its log names.
+    caught_up = view is not None and app_share.catch_up(store, session_id, settings, view.root)
     loop = app.build_loop(store, session_id, settings, view.root if view else cwd, parts)
-    if view is not None:
+    if view is not None and not caught_up:
         asyncio.run(app_workspace.mark_baseline(loop.emit, settings, view, session_id))
     if limits is not None and (limits.max_turns is not None or limits.max_cost is not None):
         loop.config = replace(

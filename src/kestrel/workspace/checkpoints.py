@@ -85,6 +85,7 @@ class CheckpointStore:
         clock: Callable[[], float] = time.time,
         seed: bool = True,
         layers: OverlayLayers | None = None,
+        on_recorded: Callable[[str], None] | None = None,
     ) -> None:
         self.worktree = worktree.resolve()
         self.git_dir = git_dir.resolve()
@@ -99,6 +100,8 @@ class CheckpointStore:
         self._index_file = self.git_dir / "kestrel-index" / session
         self._seed = seed
         self._layers = layers
+        # Called with each new checkpoint's id before it is returned (shared storage, say).
+        self._on_recorded = on_recorded
         # Files the upper layer held at the last checkpoint, when the next may look only at the
         # paths the layer names; None: the next one walks the whole worktree.
         self._seen: frozenset[str] | None = None
@@ -220,6 +223,25 @@ class CheckpointStore:
             self._seen = None  # The next checkpoint walks the worktree once more.
             return self._record(tree, label if label is not None else f"rewind to {short}")
 
+    def descends(self, commit: str, ancestor: str) -> bool:
+        """Whether `ancestor` is `commit` or one of its ancestors (False for an unknown one)."""
+        with self._lock:
+            self._ensure_ready()
+            found = self._git.run("merge-base", "--is-ancestor", ancestor, commit, check=False)
+            return found.returncode == 0
+
+    def materialise(self, commit: str) -> None:
+        """Make the worktree hold the files of `commit`, a checkpoint recorded elsewhere and
+        already in the shadow repository, and point the session's ref at it, recording nothing:
+        the session goes on from the checkpoint its log names, on a machine that lacked it."""
+        with self._lock:
+            self._ensure_ready()
+            self._index_worktree()  # So that only the files that differ are written.
+            tree = self._git.text("rev-parse", "--verify", f"{commit}^{{tree}}")
+            self._git.run("read-tree", "-u", "--reset", tree)
+            self._git.run("update-ref", self.ref, commit)
+            self._seen = None
+
     def _ensure_ready(self) -> None:
         if not self._ready:
             init_shadow(self._git_program, self.git_dir, os.environ)
@@ -297,6 +319,8 @@ class CheckpointStore:
             .strip()
         )
         self._git.run("update-ref", self.ref, commit, head[0] if head else "0" * len(commit))
+        if self._on_recorded is not None:
+            self._on_recorded(commit)
         listing = self._git.run(
             "diff-tree", "-z", "-r", "--root", "-M", "--name-status", "--no-commit-id", commit
         ).stdout
