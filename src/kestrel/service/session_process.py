@@ -77,4 +77,3 @@ def message_to_send(
         if isinstance(record.event, UserMessage) and record.event.text == message:
             return None
     return message
-
