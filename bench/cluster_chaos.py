@@ -2,7 +2,10 @@
 and replaced every few seconds. Every session must end with the uninterrupted result, each
 logged step once; prints the failover time (kill → that session's next event) p50 / p99.
 
-    python bench/cluster_chaos.py [--sessions 30] [--kills 20] [--every 3] [--workers 3]
+    python bench/cluster_chaos.py [--sessions 30] [--kills 20] [--every 3] [--workers 3] [--apart]
+
+With `--apart` every worker (each replacement too) has a data folder of its own, as on machines
+of their own, and sessions' files travel as checkpoints in a shared folder.
 
 Needs PostgreSQL (KESTREL_BENCH_POSTGRES, a libpq URL to create a scratch database from; by
 default postgres on 127.0.0.1:5432) and the `cluster` extra.
@@ -40,6 +43,9 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=2, help="runs each worker takes at once")
     parser.add_argument("--steps", type=int, default=8, help="edits per scripted session")
     parser.add_argument("--keep", action="store_true", help="keep the workers' logs")
+    parser.add_argument(
+        "--apart", action="store_true", help="a data folder per worker; checkpoints shared"
+    )
     args = parser.parse_args()
     import psycopg
 
@@ -50,6 +56,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="kestrel-chaos-"))
     try:
         for cluster in live_cluster(url, root):
+            if args.apart:
+                cluster.share_url = (root / "shared").as_uri()
             for _ in range(args.workers):
                 cluster.start_worker(args.slots)
             report = chaos(

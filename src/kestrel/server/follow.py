@@ -13,11 +13,12 @@ that stream, and the client reconnects with its last event id.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kestrel.protocol.errors import StoreError
 from kestrel.protocol.events import Record
 from kestrel.server.interfaces import HostedLog
+from kestrel.store.redis_publish import Publisher, PublishingStore
 
 logger = logging.getLogger(__name__)
 
@@ -46,3 +47,28 @@ class OutageTolerant:
             logger.warning("live events go on: the database is back")
         self._down = False
         return found
+
+
+class PublishedLog(PublishingStore):
+    """The server's own log, publishing what the server itself appends (a session's start and
+    task, messages, answers, cancels) to Redis as a session's process does, so that followers
+    behind other servers see them at once rather than at their next poll of the log."""
+
+    def __init__(self, log: HostedLog, publisher: Publisher) -> None:
+        super().__init__(log, publisher)
+        self._log = log
+
+    def last_seqs(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """The last event number of each named session that has any."""
+        return self._log.last_seqs(session_ids)
+
+
+def published(log: HostedLog, env: Mapping[str, str]) -> HostedLog:
+    """`log`, publishing its appends when `KESTREL_REDIS_URL` names a Redis."""
+    url = env.get("KESTREL_REDIS_URL", "").strip()
+    if not url or url.lower() == "none":
+        return log
+    from kestrel.redis_link import DEFAULT_PREFIX, RedisLink
+
+    link = RedisLink(url, env.get("KESTREL_REDIS_PREFIX") or DEFAULT_PREFIX)
+    return PublishedLog(log, Publisher(link))

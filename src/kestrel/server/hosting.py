@@ -15,7 +15,7 @@ from kestrel.delivery.forges import ForgeSettings
 from kestrel.protocol.errors import ConfigError
 from kestrel.protocol.events import ContextAdded
 from kestrel.server.accounts import AccountStore, Principal, UnknownTenant
-from kestrel.server.follow import OutageTolerant
+from kestrel.server.follow import OutageTolerant, published
 from kestrel.server.intake import GitUrl, RepositorySource, materialize
 from kestrel.server.intake_hosts import check_git_host
 from kestrel.server.interfaces import HostedLog, SessionRuns
@@ -103,7 +103,10 @@ class Hosting:
         from kestrel.store.sqlite import SQLiteStore
 
         # An archived session is restored the first time a route reads it.
-        store = SQLiteStore(config.data_dir / STORE_FILE_NAME, restorer=Restorer(config.data_dir))
+        store = published(
+            SQLiteStore(config.data_dir / STORE_FILE_NAME, restorer=Restorer(config.data_dir)),
+            os.environ,
+        )
         registry = Registry(config.data_dir / "server.db")
         accounts = AccountStore(config.data_dir / "accounts.db")
 
@@ -137,7 +140,10 @@ class Hosting:
 
         shared = open_database(url)
         # A request never waits through an outage: it is answered 503 and sent again.
-        store = PostgresStore(url, connect_timeout_s=3.0, restorer=Restorer(config.data_dir))
+        store = published(
+            PostgresStore(url, connect_timeout_s=3.0, restorer=Restorer(config.data_dir)),
+            os.environ,
+        )
         try:
             registry = Registry(shared)
             accounts = AccountStore(shared)

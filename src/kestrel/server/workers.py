@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kestrel.server.interfaces import HostedLog
 from kestrel.server.queue import FairQueue
 from kestrel.server.registry import Hosted, Registry, Status
 from kestrel.service.decisions import RUN_REQUESTED_AT, status_of
 from kestrel.service.session_process import message_to_send, run_argv, run_env
-from kestrel.store.sqlite import SQLiteStore
 
 OVERDUE_GRACE_S = 60.0
 """How long past its plan's wall time a run may go before the server stops it."""
@@ -44,7 +44,7 @@ class Pool:
     """Runs queued sessions, `size` at a time."""
 
     registry: Registry
-    store: SQLiteStore
+    store: HostedLog
     data_dir: Path
     size: int = 2
     max_running: Callable[[str], int | None] | None = None
