@@ -4,11 +4,12 @@ The log is the single source of truth. Frontends render it, resume replays it, e
 it. Events carry no sequence number of their own: the store wraps each in a `Record` when it has
 made it durable.
 
-This module holds the session, model and tool events and the `Event` union, and names every
-event; the shared types live in `events_base`, and three families in modules of their own:
-`events_workspace` (checkpoints, verification, the change), `events_guards` (budgets, loops,
-hooks, context), `events_work` (task list, plans, subagents) and `events_asks` (what waits on a
-person). Import them from here.
+This module holds the session and tool events and the `Event` union, and names every event;
+the shared types live in `events_base`, and the families in modules of their own:
+`events_model` (a model call's progress and reply), `events_workspace` (checkpoints,
+verification, the change), `events_guards` (budgets, loops, hooks, context), `events_work`
+(task list, plans, subagents), `events_asks` (what waits on a person) and `events_delivery`
+(pull requests). Import them from here.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ from kestrel.protocol.events_guards import (
     MovedOutput,
     PromptBlocked,
 )
+from kestrel.protocol.events_model import (
+    ModelCompleted,
+    ModelRequestStarted,
+    ModelRetrying,
+    ModelSwitched,
+    ModelTextDelta,
+    ModelToolCallDelta,
+)
 from kestrel.protocol.events_work import (
     PlanDecided,
     PlanProposed,
@@ -71,7 +80,7 @@ from kestrel.protocol.events_workspace import (
     VerificationFinished,
     VerifyFailure,
 )
-from kestrel.protocol.messages import AssistantTurn, JSONValue, StopReason, ToolCall, Usage
+from kestrel.protocol.messages import JSONValue, ToolCall
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,78 +119,6 @@ class UserMessage:
 
     type: Literal["user_message"] = "user_message"
     text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelRequestStarted:
-    """A call to the model began."""
-
-    type: Literal["model_request_started"] = "model_request_started"
-    request_id: str
-    model: str
-    turn: int
-    role: ModelRole = "main"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelTextDelta:
-    """A piece of the model's text."""
-
-    type: Literal["model_text_delta"] = "model_text_delta"
-    request_id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelToolCallDelta:
-    """A piece of a tool call the model is writing."""
-
-    type: Literal["model_tool_call_delta"] = "model_tool_call_delta"
-    request_id: str
-    index: int
-    call_id: str | None = None
-    name: str | None = None
-    arguments_delta: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelRetrying:
-    """A model call failed in a way worth retrying; the next attempt waits `delay_s`."""
-
-    type: Literal["model_retrying"] = "model_retrying"
-    request_id: str
-    attempt: int
-    delay_s: float
-    error_kind: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSwitched:
-    """A model call failed over: the same request goes to the next model of its role."""
-
-    type: Literal["model_switched"] = "model_switched"
-    request_id: str
-    role: ModelRole
-    from_model: str
-    to_model: str
-    error_kind: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelCompleted:
-    """A model call finished: the whole reply and what it cost."""
-
-    type: Literal["model_completed"] = "model_completed"
-    request_id: str
-    message: AssistantTurn
-    usage: Usage
-    stop_reason: StopReason = "end_turn"
-    cached: bool = False
-    """True when the reply came from the response cache: nothing was spent (`usage` is zero)."""
-    saved_usage: Usage | None = None
-    """With `cached`: what the call whose reply was replayed spent, which this one saved."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
