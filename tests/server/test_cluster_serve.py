@@ -86,6 +86,8 @@ def test_a_session_made_on_a_runs_on_a_worker_and_b_streams_all_of_it(
     assert stranger.get(f"/sessions/{sid}/events").status_code == 404
     assert stranger.post(f"/sessions/{sid}/cancel").status_code == 404
     assert sid not in [s["id"] for s in stranger.get("/sessions").json()]
+    scraped = httpx.get(b.url + "/metrics")  # A scraper on the same machine: no token.
+    assert scraped.status_code == 200 and "kestrel_workers_alive 2.0" in scraped.text
 
 
 def test_a_queued_run_is_withdrawn_and_a_running_one_stopped_from_the_other_server(

@@ -104,6 +104,18 @@ class WorkerMetrics:
             buckets=(1, 5, 15, 60, 300, 900, 3600, float("inf")),
             registry=self.registry,
         )
+        self.step_seconds = prometheus.Histogram(
+            "kestrel_step_seconds",
+            "How long the steps of this worker's sessions took: model calls and tool calls.",
+            labelnames=["kind"],
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf")),
+            registry=self.registry,
+        )
+        self.sandbox_starts = prometheus.Counter(
+            "kestrel_sandbox_starts",
+            "Commands this worker's sessions started, each in a sandbox of its own when it is on.",
+            registry=self.registry,
+        )
         self.takeovers = prometheus.Counter(
             "kestrel_worker_takeovers",
             "Runs this worker put back on the queue.",

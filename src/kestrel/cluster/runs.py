@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kestrel.cluster.engine import WORKFLOW, require_dbos
+from kestrel.cluster.step_watch import StepWatch
 from kestrel.service.decisions import RUN_REQUESTED_AT
 from kestrel.service.session_process import message_to_send, run_argv, run_env
 from kestrel.store.base import EventStore
@@ -113,8 +114,10 @@ def drive(context: WorkerContext, run: RunRequest, workflow_id: str | None = Non
         logger.info("session %s: run %s was withdrawn; not run", run.session_id, workflow_id)
         return NOT_RUN
     started = time.monotonic()
+    watch = None
     if context.metrics is not None:
         context.metrics.runs.inc()
+        watch = StepWatch(context.open_store, run.session_id, run.mark, context.metrics).start()
     code = _drive_once(context, run)
     for _ in range(CRASHES_RESUMED):
         if code >= 0 or CHILDREN.abandoned.is_set():
@@ -123,7 +126,8 @@ def drive(context: WorkerContext, run: RunRequest, workflow_id: str | None = Non
         code = _drive_once(context, run)
     if CHILDREN.abandoned.is_set():
         threading.Event().wait()  # The worker is exiting; record nothing.
-    if context.metrics is not None:
+    if context.metrics is not None and watch is not None:
+        watch.stop()
         context.metrics.run_seconds.observe(time.monotonic() - started)
     if hosted:
         registry_end(context.store_url, run.session_id, workflow_id)

@@ -30,6 +30,7 @@ from kestrel.server import (
 )
 from kestrel.server.hosting import Hosting, Refusal, ServerConfig
 from kestrel.server.pull_requests import PullRequests
+from kestrel.server.routes_metrics import add_metrics
 
 _log = logging.getLogger("kestrel.server")
 
@@ -74,6 +75,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     api.include_router(web.panel_router())  # The web panel at /, a client of /v1 like any other.
 
     _health(api)
+    add_metrics(api, config.store_url)
     return api
 
 
