@@ -53,8 +53,10 @@ def test_a_session_made_on_a_runs_on_a_worker_and_b_streams_all_of_it(
     on_a, on_b = a.client(token), b.client(token)
     sid = _session(cluster, on_a, "first", BASH_THEN_DONE)
     assert on_b.get(f"/sessions/{sid}").json()["status"] == "queued"
+    assert on_b.get("/queue").json()["workers"] == 0  # No worker has started yet.
     cluster.start_worker()  # The queue's tables exist from now on: the run is queued again.
     cluster.start_worker()
+    assert on_a.get("/queue").json()["workers"] == 2  # The cluster's live workers.
 
     over = threading.Event()
     answering = threading.Thread(target=approve_all, args=(on_a, sid, over.is_set))

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from kestrel.protocol.events import CancelRequested
 from kestrel.server.interfaces import HostedLog
 from kestrel.server.registry import Hosted, Registry, Status
+from kestrel.server.sql import Tx
 
 if TYPE_CHECKING:
     from kestrel.cluster.submit import Cluster
@@ -59,6 +60,22 @@ class ClusterRuns:
     def start(self) -> None:
         """Start reconciling the registry with the queue (in the running event loop)."""
         self._task = asyncio.create_task(self._reconcile_forever())
+
+    def workers(self) -> int:
+        """The workers whose heartbeat is fresh (none before the first one started)."""
+        from kestrel.cluster.liveness import DEAD_AFTER_S
+
+        def count(tx: Tx) -> int:
+            if tx.execute("SELECT to_regclass('public.kestrel_executors')").one() == (None,):
+                return 0
+            found = tx.execute(
+                "SELECT count(*) FROM public.kestrel_executors"
+                " WHERE beat_at > now() - %s * interval '1 second'",
+                (DEAD_AFTER_S,),
+            ).one()
+            return int(str(found[0])) if found else 0
+
+        return int(self.registry.database.read(count))
 
     async def stop(self, grace_s: float = 20.0) -> None:
         """Stop reconciling; runs go on on the workers."""

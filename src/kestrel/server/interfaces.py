@@ -42,6 +42,10 @@ class SessionRuns(Protocol):
         False when none runs."""
         ...
 
+    def workers(self) -> int:
+        """How many workers take runs now: the server's own pool, or the cluster's live ones."""
+        ...
+
     async def stop(self, grace_s: float = 20.0) -> None:
         """Stop taking work."""
         ...

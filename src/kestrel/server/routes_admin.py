@@ -150,7 +150,7 @@ def queue(who: Caller, host: Host) -> QueueView:
     return QueueView(
         running=[h.session_id for h in mine if h.status == "running"],
         queued=[h.session_id for h in waiting],
-        workers=host.config.workers,
+        workers=host.pool.workers(),
     )
 
 

@@ -119,6 +119,10 @@ class Pool:
             proc.send_signal(signal.SIGTERM)
         return True
 
+    def workers(self) -> int:
+        """The pool's size: how many sessions it runs at once."""
+        return self.size
+
     async def stop(self, grace_s: float = 20.0) -> None:
         """Stop taking work; ask running sessions to stop (SIGTERM) and wait for them.
 
