@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from kestrel.agent.ports import Snapshot
 from kestrel.app_sandbox import data_dir
+from kestrel.app_share_writes import land_again
 from kestrel.protocol.errors import StoreError
 from kestrel.protocol.events import ChangedFile, ChangesApplied, CheckpointCreated
 from kestrel.settings import Settings
@@ -99,10 +100,12 @@ def logged_files(store: EventStore, session_id: str) -> str | None:
 
 def catch_up(store: EventStore, session_id: str, settings: Settings, root: Path) -> bool:
     """Make the worktree at `root` hold the files the session's log says it has, when this
-    machine's checkpoints are behind the log; True when it did.
+    machine is behind the log; True when its files were made from a checkpoint.
 
     Only with `workspace_share_url`. A checkpoint recorded here but not logged yet (a crash in
-    between) is ahead of the log, not behind it: the resume logs it, as on one machine.
+    between) is ahead of the log, not behind it: the resume logs it, as on one machine. Writes
+    logged after the newest checkpoint are landed again where this worktree lacks them
+    (`app_share_writes`).
     """
     if settings.workspace_share_url is None:
         return False
@@ -111,18 +114,21 @@ def catch_up(store: EventStore, session_id: str, settings: Settings, root: Path)
         return False
     checkpoints = checkpointer_for(settings, root, session_id).store
     head = checkpoints.head_id()
-    if head is not None and (head == wanted or checkpoints.descends(head, wanted)):
-        return False
-    share = _share(settings, checkpoints.git_dir, session_id)
-    assert share is not None
-    if not share.bring(wanted):
-        raise StoreError(
-            f"session {session_id}: its checkpoint {wanted[:12]} is not in shared storage"
-            f" ({settings.workspace_share_url}); its files cannot be made on this machine"
-        )
-    checkpoints.materialise(wanted)
-    logger.info("session %s: files made from checkpoint %s", session_id, wanted[:12])
-    return True
+    made = head is None or not (head == wanted or checkpoints.descends(head, wanted))
+    if made:
+        share = _share(settings, checkpoints.git_dir, session_id)
+        assert share is not None
+        if not share.bring(wanted):
+            raise StoreError(
+                f"session {session_id}: its checkpoint {wanted[:12]} is not in shared storage"
+                f" ({settings.workspace_share_url}); its files cannot be made on this machine"
+            )
+        checkpoints.materialise(wanted)
+        logger.info("session %s: files made from checkpoint %s", session_id, wanted[:12])
+    landed = land_again(store, session_id, root)
+    if landed:
+        logger.info("session %s: %d logged write(s) landed again", session_id, landed)
+    return made
 
 
 def bring(settings: Settings, root: Path, session_id: str, commit: str) -> None:
