@@ -10,7 +10,7 @@ from typing import Literal
 
 from rich.console import Console
 
-from kestrel import app, app_workspace
+from kestrel import app, app_share, app_workspace
 from kestrel.agent.planning import PlanNotFound, mode_after_plan
 from kestrel.agent.ports import DenyingApprover
 from kestrel.agent.session import CheckpointNotFound
@@ -203,6 +203,8 @@ def _hand_over_only(
     ask: bool = False,
 ) -> int:
     view = app_workspace.open_workspace(settings, session_id, cwd)
+    if view is not None:  # Another machine may have finished it: its files come from there.
+        app_share.catch_up(store, session_id, settings, view.root)
     parts = app.LoopParts(approver=DenyingApprover(), permission_mode=request.permission_mode)
     loop = app.build_loop(store, session_id, settings, view.root if view else cwd, parts)
     finished = loop.state.finished

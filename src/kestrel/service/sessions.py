@@ -26,6 +26,7 @@ from kestrel.app_sandbox import outside_reach
 from kestrel.protocol.errors import ConfigError, KestrelError, SessionNotFound
 from kestrel.protocol.events import (
     ChangesApplied,
+    CheckpointCreated,
     ContextAdded,
     Record,
     Rewound,
@@ -143,9 +144,14 @@ def change_left_over(settings: Settings, session_id: str, records: Sequence[Reco
     """Whether the session's last run ended without its change being handed over."""
     if settings.workspace != "overlay":
         return False
-    if not layer_for(app.data_dir(settings), session_id).exists():
-        return False
     kinds = [type(r.event) for r in records]
+    here = layer_for(app.data_dir(settings), session_id).exists()
+    # With shared checkpoints the change may lie on another machine: it is made here first.
+    marks = [r.event for r in records if isinstance(r.event, CheckpointCreated)]
+    elsewhere = settings.workspace_share_url is not None and bool(marks)
+    elsewhere = elsewhere and marks[-1].label != app_share.DISCARDED
+    if not (here or elsewhere):
+        return False
     last_finish = max(i for i, kind in enumerate(kinds) if kind is SessionFinished)
     return ChangesApplied not in kinds[last_finish:]
 
