@@ -125,3 +125,32 @@ def test_a_machine_that_only_reads_brings_the_change_to_show_it(tmp_path: Path) 
     assert reader.head_id() == head.id
     assert reader.diff(base.id, head.id) == recorder.diff(base.id, head.id)
     assert "+changed" in reader.diff(base.id, head.id)
+
+
+def test_a_server_exports_a_change_recorded_on_another_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kestrel.app_share import checkpointer_for
+    from kestrel.protocol.events import CheckpointCreated, SessionStarted
+    from kestrel.service.change_export import change_patch, session_change
+    from kestrel.settings import Settings
+    from kestrel.store.sqlite import SQLiteStore
+
+    shared = (tmp_path / "shared").as_uri()
+    worktree = _checkout(tmp_path / "work")
+    runs = Settings(data_dir=tmp_path / "worker", workspace_share_url=shared)
+    recorder = checkpointer_for(runs, worktree, SESSION).store
+    base = recorder.snapshot("baseline")
+    (worktree / "f4.txt").write_text("changed on the worker\n")
+    head = recorder.snapshot("edit")
+    assert base is not None and head is not None
+    store = SQLiteStore(tmp_path / "log.db")
+    started = SessionStarted(session_id=SESSION, task="t", cwd=str(worktree), model="m")
+    store.append(SESSION, started)
+    for mark in (base, head):
+        store.append(SESSION, CheckpointCreated(checkpoint_id=mark.id, label=mark.label))
+
+    monkeypatch.setenv("KESTREL_WORKSPACE_SHARE_URL", shared)
+    change = session_change(store, SESSION, tmp_path / "server")  # Nothing of it there.
+    assert change.state == "pending"
+    assert b"+changed on the worker" in change_patch(change)

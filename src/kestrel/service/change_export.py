@@ -11,17 +11,19 @@ neither.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from kestrel import app_share
 from kestrel.app import checkpointer_for
 from kestrel.gitsafe import GitRun, GitUnavailable, NotARepository, open_repository, run_git
 from kestrel.gitsafe.layout import UnsafeRepository
 from kestrel.protocol.errors import KestrelError
-from kestrel.protocol.events import ChangesApplied, Event, SessionStarted
+from kestrel.protocol.events import ChangesApplied, CheckpointCreated, Event, SessionStarted
 from kestrel.settings import Settings
 from kestrel.store.base import EventStore
 from kestrel.workspace.handoff import applied_base
@@ -65,6 +67,7 @@ def session_change(store: EventStore, session_id: str, data_dir: Path) -> Sessio
         raise ChangeUnavailable(f"session {session_id} has no start in its log yet; try again")
     none = SessionChange(session_id, "none", Path(started.cwd), started.task)
     ref = f"refs/kestrel/checkpoints/{session_id}"
+    _bring_shared(data_dir, session_id, none.checkout, events)
     shadow = _shadow(data_dir, session_id, none.checkout, ref)
     if shadow is None:
         return none  # No checkpoint yet: no tool has changed a file.
@@ -133,6 +136,16 @@ def _final(shadow: Path, events: Sequence[Event], first: str, head: str) -> tupl
     applied = [e for e in events if isinstance(e, ChangesApplied) and e.outcome == "applied"]
     final = applied[-1].checkpoint_id if applied else first
     return final, "none" if _tree(shadow, final) == _tree(shadow, first) else "applied"
+
+
+def _bring_shared(data_dir: Path, session_id: str, checkout: Path, events: list[Event]) -> None:
+    """With checkpoints in shared storage (cluster mode, a data folder per machine), bring the
+    log's newest one into this machine's shadow repository first."""
+    url = os.environ.get("KESTREL_WORKSPACE_SHARE_URL", "").strip()
+    marks = [e.checkpoint_id for e in events if isinstance(e, CheckpointCreated)]
+    if url and url.lower() != "none" and marks:
+        settings = Settings(data_dir=data_dir, workspace_share_url=url)
+        app_share.bring(settings, checkout, session_id, marks[-1])
 
 
 def _shadow(data_dir: Path, session_id: str, checkout: Path, ref: str) -> Path | None:
