@@ -14,7 +14,7 @@ from s3_server import S3Server
 
 from kestrel.archive.blobs import Blobs, parse
 from kestrel.archive.share import PREFIX, WorkspaceShare
-from kestrel.workspace.checkpoints import CheckpointStore
+from kestrel.workspace.checkpoints import Checkpoint, CheckpointStore
 
 pytest.importorskip("obstore")
 
@@ -106,20 +106,31 @@ def test_a_checkpoint_never_stored_is_reported_missing(tmp_path: Path) -> None:
     assert not share.bring("0" * 40)
 
 
+def _on_a_worker(tmp_path: Path, text: str) -> tuple[Path, CheckpointStore, Checkpoint, Checkpoint]:
+    """A worker that records a baseline and one edit of `f3.txt`, its checkpoints shared."""
+    from kestrel.app_share import checkpointer_for
+    from kestrel.settings import Settings
+
+    worktree = _checkout(tmp_path / "work")
+    runs = Settings(data_dir=tmp_path / "worker", workspace_share_url=_shared(tmp_path))
+    recorder = checkpointer_for(runs, worktree, SESSION).store
+    base = recorder.snapshot("baseline")
+    (worktree / "f3.txt").write_text(text)
+    head = recorder.snapshot("edit")
+    assert base is not None and head is not None
+    return worktree, recorder, base, head
+
+
+def _shared(tmp_path: Path) -> str:
+    return (tmp_path / "shared").as_uri()
+
+
 def test_a_machine_that_only_reads_brings_the_change_to_show_it(tmp_path: Path) -> None:
     from kestrel.app_share import bring, checkpointer_for
     from kestrel.settings import Settings
 
-    shared = (tmp_path / "shared").as_uri()
-    worktree = _checkout(tmp_path / "work")
-    runs = Settings(data_dir=tmp_path / "worker", workspace_share_url=shared)
-    recorder = checkpointer_for(runs, worktree, SESSION).store
-    base = recorder.snapshot("baseline")
-    (worktree / "f3.txt").write_text("changed\n")
-    head = recorder.snapshot("edit")
-    assert base is not None and head is not None
-
-    shows = Settings(data_dir=tmp_path / "server", workspace_share_url=shared)
+    worktree, recorder, base, head = _on_a_worker(tmp_path, "changed\n")
+    shows = Settings(data_dir=tmp_path / "server", workspace_share_url=_shared(tmp_path))
     bring(shows, worktree, SESSION, head.id)
     reader = checkpointer_for(shows, worktree, SESSION).store
     assert reader.head_id() == head.id
@@ -130,27 +141,18 @@ def test_a_machine_that_only_reads_brings_the_change_to_show_it(tmp_path: Path) 
 def test_a_server_exports_a_change_recorded_on_another_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kestrel.app_share import checkpointer_for
     from kestrel.protocol.events import CheckpointCreated, SessionStarted
     from kestrel.service.change_export import change_patch, session_change
-    from kestrel.settings import Settings
     from kestrel.store.sqlite import SQLiteStore
 
-    shared = (tmp_path / "shared").as_uri()
-    worktree = _checkout(tmp_path / "work")
-    runs = Settings(data_dir=tmp_path / "worker", workspace_share_url=shared)
-    recorder = checkpointer_for(runs, worktree, SESSION).store
-    base = recorder.snapshot("baseline")
-    (worktree / "f4.txt").write_text("changed on the worker\n")
-    head = recorder.snapshot("edit")
-    assert base is not None and head is not None
+    worktree, _, base, head = _on_a_worker(tmp_path, "changed on the worker\n")
     store = SQLiteStore(tmp_path / "log.db")
     started = SessionStarted(session_id=SESSION, task="t", cwd=str(worktree), model="m")
     store.append(SESSION, started)
     for mark in (base, head):
         store.append(SESSION, CheckpointCreated(checkpoint_id=mark.id, label=mark.label))
 
-    monkeypatch.setenv("KESTREL_WORKSPACE_SHARE_URL", shared)
+    monkeypatch.setenv("KESTREL_WORKSPACE_SHARE_URL", _shared(tmp_path))
     change = session_change(store, SESSION, tmp_path / "server")  # Nothing of it there.
     assert change.state == "pending"
     assert b"+changed on the worker" in change_patch(change)
