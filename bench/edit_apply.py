@@ -1,6 +1,7 @@
 """Edit application benchmark: runs the shared fast-apply runner through `kestrel.edits.apply_edit`.
 
     python bench/edit_apply.py [--cases PATH] [runner options, e.g. --formats udiff --limit 50]
+    python bench/edit_apply.py --lazy [runner options]   # lazy-edit cases (bench/lazy_cases.py)
 
 `--cases` defaults to the dev split beside the repository (`../shared/bench/edits/`). Goals: 0
 wrong overall and per format; at least 95% correct; every ambiguous and no_match case refused;
@@ -38,15 +39,31 @@ def _runner_args(argv: list[str]) -> tuple[Path, list[str]]:
             cases = Path(next(it))
         elif arg.startswith("--cases="):
             cases = Path(arg.split("=", 1)[1])
+        elif arg == "--lazy":
+            cases = _lazy_cases()
         else:
             rest.append(arg)
     return cases, rest
+
+
+def _lazy_cases() -> Path:
+    """The lazy-edit cases built from the dev split's commits (generated on first use)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import lazy_cases
+
+    made = lazy_cases.OUT.stat().st_mtime if lazy_cases.OUT.exists() else 0.0
+    inputs = (DEFAULT_CASES, Path(lazy_cases.__file__))
+    if any(path.stat().st_mtime > made for path in inputs):
+        lazy_cases.build(DEFAULT_CASES, lazy_cases.OUT)
+    return lazy_cases.OUT
 
 
 def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     """Run the shared runner on `cases` with this engine and print its tables."""
     cases, rest = _runner_args(argv)
     runner = cases.parent / "run_bench.py"
+    if not runner.exists():
+        runner = DEFAULT_CASES.parent / "run_bench.py"
     command = [
         sys.executable,
         str(runner),

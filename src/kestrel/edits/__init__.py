@@ -21,6 +21,7 @@ from kestrel.edits.errors import (
     NoMatch,
 )
 from kestrel.edits.formats.apply_patch import parse_apply_patch
+from kestrel.edits.formats.lazy import parse_lazy
 from kestrel.edits.formats.search_replace import parse_search_replace
 from kestrel.edits.formats.str_replace import parse_str_replace
 from kestrel.edits.formats.udiff import parse_udiff
@@ -50,7 +51,7 @@ __all__ = [
     "parse_edit",
 ]
 
-EditFormat = Literal["str_replace", "apply_patch", "search_replace", "udiff"]
+EditFormat = Literal["str_replace", "apply_patch", "search_replace", "udiff", "lazy"]
 FORMATS: tuple[str, ...] = get_args(EditFormat)
 
 
@@ -58,6 +59,8 @@ def parse_edit(files: Mapping[str, str], edit: object, fmt: str) -> list[Step]:
     """The steps an edit asks for; raises `MalformedEdit` when it does not follow `fmt`."""
     if fmt == "str_replace":
         return parse_str_replace(edit)
+    if fmt == "lazy":
+        return parse_lazy(edit, files)
     if not isinstance(edit, str):
         raise MalformedEdit(f"a {fmt} edit is text, got {type(edit).__name__}")
     if fmt == "apply_patch":
