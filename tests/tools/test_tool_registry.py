@@ -34,6 +34,7 @@ CONTRACT = {
         {"path", "old_str", "new_str", "replace_all"},
         {"path", "old_str", "new_str"},
     ),
+    "lazy_edit": ("edit", {"path", "content"}, {"path", "content"}),
     "apply_patch": ("edit", {"patch"}, {"patch"}),
     "bash": ("execute", {"command", "timeout"}, {"command"}),
 }
@@ -92,7 +93,7 @@ async def test_an_unknown_tool_lists_the_available_ones(ws):
     assert outcome.is_error
     assert outcome.content == (
         "unknown tool 'delete_all'; available tools: "
-        "read_file, list_files, grep, write_file, edit_file, apply_patch, bash"
+        "read_file, list_files, grep, write_file, edit_file, lazy_edit, apply_patch, bash"
     )
 
 

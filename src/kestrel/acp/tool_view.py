@@ -23,6 +23,7 @@ KINDS: dict[str, ToolKind] = {
     "find_references": "search",
     "write_file": "edit",
     "edit_file": "edit",
+    "lazy_edit": "edit",
     "apply_patch": "edit",
     "bash": "execute",
     "verify": "execute",
@@ -84,7 +85,7 @@ def _title(name: str, args: dict[str, Any]) -> str:
             title = f"Search for `{args.get('pattern', '')}` in {where}"
         case "write_file":
             title = f"Write {where}"
-        case "edit_file":
+        case "edit_file" | "lazy_edit":
             title = f"Edit {where}"
         case "apply_patch":
             title = "Apply a patch"

@@ -36,7 +36,7 @@ from kestrel.protocol.messages import (
 
 COMPACTION_OPEN = f"<{COMPACTED_TAG}"
 COMPACTION_CLOSE = f"</{COMPACTED_TAG}>"
-EDIT_TOOLS = frozenset({"edit_file", "write_file", "apply_patch", "multi_edit"})
+EDIT_TOOLS = frozenset({"edit_file", "lazy_edit", "write_file", "apply_patch", "multi_edit"})
 _REQUEST = "## The person's latest request (verbatim)"
 _FILES = "## Files edited in them"
 _FAILED = "## Calls that failed in them"

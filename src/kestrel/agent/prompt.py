@@ -69,7 +69,8 @@ How to work:
   read it (read a file before editing it).
 - Make the smallest change that solves the task; follow the conventions of the surrounding code.
 - edit_file replaces an exact, unique piece of text: copy old_str from read_file output without the
-  line-number prefix. write_file is for new files or complete rewrites.
+  line-number prefix. lazy_edit rewrites a large region, leaving unchanged code out behind
+  `# ... existing code ...` comments. write_file is for new files or complete rewrites.
 - Run commands with bash (tests, builds, linters). Commands run in the working directory; they do
   not keep state such as `cd` between calls.
 - Output that is too long is cut with a note saying where the full text is; page through it with

@@ -9,6 +9,7 @@ from kestrel.tools.base import (
     ToolOutcome,
 )
 from kestrel.tools.files import EditFile, ListFiles, ReadFile, WriteFile
+from kestrel.tools.lazy_edit import LazyEdit
 from kestrel.tools.registry import InvalidCall, ToolRegistry, ValidCall, default_tools
 from kestrel.tools.search import Grep
 from kestrel.tools.shell import Bash
@@ -18,6 +19,7 @@ __all__ = [
     "EditFile",
     "Grep",
     "InvalidCall",
+    "LazyEdit",
     "ListFiles",
     "PlannedWrite",
     "ReadFile",

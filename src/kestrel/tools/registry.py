@@ -22,6 +22,7 @@ from kestrel.tools.code import (
     SearchCode,
 )
 from kestrel.tools.files import EditFile, ListFiles, ReadFile, WriteFile
+from kestrel.tools.lazy_edit import LazyEdit
 from kestrel.tools.patch import ApplyPatch
 from kestrel.tools.search import Grep
 from kestrel.tools.shell import Bash
@@ -30,8 +31,17 @@ logger = logging.getLogger(__name__)
 
 
 def default_tools() -> list[Tool]:
-    """The seven built-in tools, in the order the model is told about them."""
-    return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), ApplyPatch(), Bash()]
+    """The eight built-in tools, in the order the model is told about them."""
+    return [
+        ReadFile(),
+        ListFiles(),
+        Grep(),
+        WriteFile(),
+        EditFile(),
+        LazyEdit(),
+        ApplyPatch(),
+        Bash(),
+    ]
 
 
 def code_tools(index: CodeIndex) -> list[Tool]:

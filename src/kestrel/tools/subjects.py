@@ -17,6 +17,7 @@ COMPAT_NAMES: Mapping[str, str] = {
     "read_file": "Read",
     "write_file": "Write",
     "edit_file": "Edit",
+    "lazy_edit": "Edit",
     "grep": "Grep",
     "list_files": "LS",
 }
@@ -25,6 +26,7 @@ _COMPAT_KEYS: Mapping[str, Mapping[str, str]] = {
     "read_file": {"path": "file_path"},
     "write_file": {"path": "file_path"},
     "edit_file": {"path": "file_path", "old_str": "old_string", "new_str": "new_string"},
+    "lazy_edit": {"path": "file_path", "content": "new_string"},
 }
 """Argument names that differ from Claude Code's, per tool: Kestrel's name to Claude Code's."""
 _PATH_ARGS = ("path",)
