@@ -15,7 +15,12 @@ unchanged stretch left out. Kinds of case (the runner's `perturbation`):
 - `whole`: the whole new file, eliding only unchanged runs of 30 lines or more (big edits).
 - `crlf`: `unique` on the file with CRLF endings (edit written with LF).
 - `dedent`: `unique` with every edit line shifted left by the edit's common indentation.
-- `ambiguous`: a stretch whose first line occurs twice where it could go: must be refused.
+- `ambiguous`: the file with a copy of the first stretch's whole region above it, so the edit
+  fits two places equally well: must be refused.
+
+A commit that deletes lines at the top (bottom) of a file, with no new lines in their place, is
+rendered without a marker above (below) the edit; that reads the same as an edit whose marker
+was forgotten, so such cases expect a refusal (`drops_unshown`) whatever their shape.
 - `no_anchor`: the line after a marker changed into one the file does not have: refused.
 - `no_marker`: the leading marker of an edit that starts mid-file left out: refused.
 """
@@ -28,6 +33,7 @@ import gzip
 import hashlib
 import json
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,18 +106,15 @@ def _grow(before: Sequence[str], at: int, step: int, same: dict[int, int], uniqu
     return -1 if step < 0 else len(before)
 
 
-_COUNT_CACHE: dict[int, dict[str, int]] = {}
+_COUNT_CACHE: list[tuple[Sequence[str], Counter[str]]] = []
 
 
-def _counts(lines: Sequence[str]) -> dict[str, int]:
-    key = id(lines)
-    if key not in _COUNT_CACHE:
-        found: dict[str, int] = {}
-        for line in lines:
-            found[line] = found.get(line, 0) + 1
-        _COUNT_CACHE.clear()
-        _COUNT_CACHE[key] = found
-    return _COUNT_CACHE[key]
+def _counts(lines: Sequence[str]) -> Counter[str]:
+    """How often each line occurs; the last list asked about is remembered (by identity,
+    holding a reference so that its id cannot be reused by another list)."""
+    if not _COUNT_CACHE or _COUNT_CACHE[0][0] is not lines:
+        _COUNT_CACHE[:] = [(lines, Counter(lines))]
+    return _COUNT_CACHE[0][1]
 
 
 def groups(before: Sequence[str], after: Sequence[str], context: int, unique: bool) -> list[Group]:
@@ -259,22 +262,13 @@ def dedent_edit(edit: str) -> str | None:
 
 def refusal_edits(path: str, before: list[str], after: list[str]) -> Iterator[tuple[str, str]]:
     """(kind, edit) for edits that must be refused, built around the commit's first change."""
-    same, changes = equal_map(before, after)
+    _, changes = equal_map(before, after)
     shown = groups(before, after, CONTEXT, unique=True)
     if not shown or not changes:
         return
     first = shown[0]
-    counts = _counts(before)
     if first.start > 0:
-        # A stretch beginning at a line that also occurs above it, with nothing in between
-        # shown: the marker could end at either.
-        for n in range(first.start - 1, -1, -1):
-            line = before[n]
-            usable = n in same and line.strip() and not is_marker_line(line)
-            if usable and counts[line] >= 2 and before.index(line) < n:
-                group = Group(n, first.stop, same[n], first.a_stop)
-                yield "ambiguous", render(path, before, after, [group, *shown[1:]])
-                break
+        yield from _ambiguous(path, before, after, shown)
         lines = list(after[first.a_start : first.a_stop])
         changed = lines[0].rstrip() + "  # changed"
         if changed.strip() not in {line.strip() for line in before}:
@@ -288,6 +282,57 @@ def refusal_edits(path: str, before: list[str], after: list[str]) -> Iterator[tu
         yield "no_marker", edit.replace(marker, "", 1)
 
 
+def _ambiguous(
+    path: str, before: list[str], after: list[str], shown: list[Group]
+) -> Iterator[tuple[str, str]]:
+    """The file with a copy of the first stretch's whole region put above it (after its first
+    line, so that the copy is not pinned to the top): the edit fits either copy equally well."""
+    first = shown[0]
+    if first.stop >= len(before):
+        return  # Pinned to the end, the stretch fits only the copy that ends the file.
+    region = before[first.start : first.stop]
+    at = next((n for n in range(1, first.start) if before[n - 1].strip()), None)
+    if at is None or len(region) < 2:
+        return
+    text = "".join(line + "\n" for line in [*before[:at], *region, *before[at:]])
+    yield "ambiguous", text + "\0" + render(path, before, after, shown)
+
+
+def drops_unshown(before: Sequence[str], after: Sequence[str], shown: list[Group]) -> bool:
+    """Whether the edit, with no marker above (below) it, drops lines at the top (bottom) of
+    the file that it neither shows elsewhere (moved) nor writes new lines over: that reads the
+    same as an edit whose marker was forgotten, so the format cannot say it and the edit must
+    be refused."""
+    if not shown:
+        return False
+    top, end = shown[0], shown[-1]
+    if top.start == 0 and _drops_top(before[: top.stop], after[: top.a_stop]):
+        return True
+    if end.stop < len(before):
+        return False
+    return _drops_top(before[end.start :][::-1], after[end.a_start :][::-1])
+
+
+def _drops_top(before: Sequence[str], after: Sequence[str]) -> bool:
+    f = [line.strip() for line in before if line.strip()]
+    e = [line.strip() for line in after if line.strip()]
+    if not f or not e or e[0] == f[0]:
+        return False
+    new_above = next((n for n, line in enumerate(e) if line in set(f)), None)
+    if new_above is None:
+        return False
+    j = f.index(e[new_above])
+    spare = Counter(e)
+    spare.subtract(f[j:])
+    dropped = 0
+    for line in f[:j]:
+        if spare[line] > 0:
+            spare[line] -= 1
+        else:
+            dropped += 1
+    return dropped > new_above
+
+
 def cases_for(base: dict) -> Iterator[dict]:
     [(path, text)] = base["files_before"].items()
     want = base["expect"]["files_after"][path]
@@ -295,20 +340,29 @@ def cases_for(base: dict) -> Iterator[dict]:
     if text.count("\r") or not before:
         return
     good = {"files_after": {path: want}}
-    unique = render(path, before, after, groups(before, after, CONTEXT, unique=True))
-    yield make_case(base, "unique", {path: text}, unique, good)
-    ctx3 = render(path, before, after, groups(before, after, CONTEXT, unique=False))
-    yield make_case(base, "ctx3", {path: text}, ctx3, good)
-    whole = whole_groups(before, after)
-    if whole:
-        yield make_case(base, "whole", {path: text}, render(path, before, after, whole), good)
+    refuse = {"error": "drops_unshown"}
+    shapes = [
+        ("unique", groups(before, after, CONTEXT, unique=True)),
+        ("ctx3", groups(before, after, CONTEXT, unique=False)),
+        ("whole", whole_groups(before, after)),
+    ]
+    for kind, shown in shapes:
+        if shown:
+            expect = refuse if drops_unshown(before, after, shown) else good
+            yield make_case(base, kind, {path: text}, render(path, before, after, shown), expect)
+    unique, unique_groups = render(path, before, after, shapes[0][1]), shapes[0][1]
+    dropping = drops_unshown(before, after, unique_groups)
     crlf_want = {"files_after": {path: crlf(want)}}
-    yield make_case(base, "crlf", {path: crlf(text)}, unique, crlf_want)
+    yield make_case(base, "crlf", {path: crlf(text)}, unique, refuse if dropping else crlf_want)
     dedented = dedent_edit(unique)
     if dedented is not None:
-        yield make_case(base, "dedent", {path: text}, dedented, good)
+        yield make_case(base, "dedent", {path: text}, dedented, refuse if dropping else good)
     for kind, edit in refusal_edits(path, before, after):
-        yield make_case(base, kind, {path: text}, edit, {"error": kind})
+        files = {path: text}
+        if "\0" in edit:
+            changed, edit = edit.split("\0", 1)
+            files = {path: changed}
+        yield make_case(base, kind, files, edit, {"error": kind})
 
 
 def build(source: Path, out: Path) -> int:

@@ -121,7 +121,7 @@ def test_a_bare_ellipsis_outside_a_block_body_is_an_elision():
     assert lazy(edit) == BEFORE.replace("return len(data)\n", "return len(data) - 1\n")
 
 
-def test_an_ambiguous_anchor_is_refused_with_its_candidates():
+def test_an_anchor_that_fits_twice_lands_where_nothing_unseen_is_lost():
     edit = (
         "# ... existing code ...\n"
         "    with open(path) as handle:\n"
@@ -130,10 +130,38 @@ def test_an_ambiguous_anchor_is_refused_with_its_candidates():
         "# ...\n"
     )
     text = BEFORE.replace("open(path, 'w')", "open(path)")
+    # From line 5 the edit would delete load's body and save's head without showing them.
+    assert lazy(edit, {"m.py": text}) == text.replace(
+        "        handle.write(data)", "        print(path)\n        handle.write(data)"
+    )
+
+
+def test_a_region_the_file_has_twice_is_refused_with_its_candidates():
+    twice = BEFORE + "\n\n" + BEFORE.split("\n\n\n", 1)[1]  # load() and save() again
+    edit = (
+        "# ... existing code ...\n"
+        "def save(path, data):\n"
+        "    with open(path, 'w') as handle:\n"
+        "        handle.write(data.strip())\n"
+        "    return len(data)\n"
+        "# ...\n"
+    )
     with pytest.raises(Ambiguous) as caught:
-        lazy(edit, {"m.py": text})
-    assert caught.value.lines == (5, 11)
+        lazy(edit, {"m.py": twice})
+    assert caught.value.lines == (10, 22)
     assert "matches 2 places" in caught.value.message
+
+
+def test_a_reading_that_deletes_unseen_lines_is_no_better_than_another():
+    # Both `)` fit as well as each other, and either reading deletes a function unseen.
+    text = (
+        "f(\n    1,\n)\n\ndef a():\n    pass\n\n"
+        "g(\n    2,\n)\n\ndef b():\n    pass\n\n"
+        "class K:\n    pass\n"
+    )
+    edit = "# ...\n)\n\nclass K:\n    pass\n"
+    with pytest.raises(Ambiguous):
+        lazy(edit, {"m.py": text})
 
 
 def test_a_missing_anchor_is_refused_with_the_closest_line():

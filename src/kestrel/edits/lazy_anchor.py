@@ -136,7 +136,7 @@ def _placements(
         if len(out) > MAX_PLACEMENTS:
             return
         if k == len(pruned):
-            reindent = _reindent(anchors, picked, file_lines, tier)
+            reindent = anchor_reindent(anchors, picked, file_lines, tier)
             if reindent is not None:
                 out.append(Placement(picked, reindent))
             return
@@ -149,9 +149,11 @@ def _placements(
     return out
 
 
-def _reindent(
+def anchor_reindent(
     anchors: Sequence[Anchor], lines: Sequence[int], file_lines: Sequence[str], tier: str
 ) -> Reindent | None:
+    """How the edit's indentation maps onto the file's with anchors at `lines` (`None`: no
+    one consistent shift)."""
     if tier != "indentation":
         return IDENTITY
     pairs = [(a.text, file_lines[n]) for a, n in zip(anchors, lines, strict=True)]

@@ -11,6 +11,7 @@ the end of the file.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,11 +21,14 @@ from kestrel.edits.indent import Reindent
 from kestrel.edits.lazy_anchor import (
     MAX_PLACEMENTS,
     SHOWN,
+    TIERS,
     Anchor,
     Placement,
     Solved,
+    anchor_reindent,
     place_anchors,
 )
+from kestrel.edits.lazy_context import best_region
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,22 +91,83 @@ def merge(doc: Doc, lines: Sequence[str], markers: Sequence[bool], path: str) ->
     lo = top if not parts[0].after_marker else 0
     hi = bottom if not parts[-1].before_marker else len(doc.lines) - 1
     solved = place_anchors(doc.lines, anchors, lo, hi, path)
+    try:
+        return _only_result(doc, parts, anchors, owners, solved, (top, bottom), path)
+    except Ambiguous:
+        placement = _settle(doc.lines, parts, anchors, owners, solved, (top, bottom))
+        if placement is None:
+            raise
+    return _land(doc, parts, owners, placement, solved.tier, (top, bottom), path)
+
+
+def _only_result(
+    doc: Doc,
+    parts: Sequence[Stretch],
+    anchors: Sequence[Anchor],
+    owners: Sequence[tuple[int, int]],
+    solved: Solved,
+    ends: tuple[int, int],
+    path: str,
+) -> Doc:
+    """The file every placement gives; `Ambiguous` when placements give different files."""
     if len(solved.placements) > MAX_PLACEMENTS:
         raise _ambiguous(anchors, solved, path)
     result: Doc | None = None
     for placement in solved.placements:
-        spans = _spans(parts, owners, placement, top, bottom)
-        if not parts[0].after_marker:
-            _check_top(doc.lines[spans[0].start : spans[0].stop], parts[0], path)
-        if not parts[-1].before_marker:
-            _check_bottom(doc.lines[spans[-1].start : spans[-1].stop], parts[-1], path)
-        exact = solved.tier == "exact"
-        landed = _emit(doc, parts, spans, placement.reindent, exact=exact)
+        landed = _land(doc, parts, owners, placement, solved.tier, ends, path)
         if result is not None and landed != result:
             raise _ambiguous(anchors, solved, path)
         result = landed
     assert result is not None
     return result
+
+
+def _land(
+    doc: Doc,
+    parts: Sequence[Stretch],
+    owners: Sequence[tuple[int, int]],
+    placement: Placement,
+    tier: str,
+    ends: tuple[int, int],
+    path: str,
+) -> Doc:
+    spans = _spans(parts, owners, placement, *ends)
+    if not parts[0].after_marker:
+        _check_top(doc.lines[spans[0].start : spans[0].stop], parts[0], path)
+    if not parts[-1].before_marker:
+        _check_bottom(doc.lines[spans[-1].start : spans[-1].stop], parts[-1], path)
+    return _emit(doc, parts, spans, placement.reindent, exact=tier == "exact")
+
+
+def _settle(
+    file_lines: Sequence[str],
+    parts: Sequence[Stretch],
+    anchors: Sequence[Anchor],
+    owners: Sequence[tuple[int, int]],
+    solved: Solved,
+    ends: tuple[int, int],
+) -> Placement | None:
+    """The placement the edit's context proves when its anchors alone fit several places
+    (`kestrel.edits.lazy_context`), or `None` when no placement is proven over the others."""
+    key = dict(TIERS)[solved.tier]
+    picked = [-1] * len(anchors)
+    for part, (head, tail) in zip(parts, owners, strict=True):
+        starts = solved.candidates[head] if head >= 0 else (ends[0],)
+        stops = solved.candidates[tail] if tail >= 0 and part.before_marker else (ends[1],)
+        if head >= 0 and tail == head:
+            stops = starts  # A one-line stretch: its line is both ends.
+        choice = best_region(file_lines, part.lines, starts, stops, key, same=tail == head)
+        if choice is None:
+            return None
+        if head >= 0:
+            picked[head] = choice.start
+        if tail >= 0:
+            picked[tail] = choice.end
+    for k in range(1, len(anchors)):
+        if picked[k] < picked[k - 1] or (anchors[k].strict and picked[k] == picked[k - 1]):
+            return None
+    reindent = anchor_reindent(anchors, picked, file_lines, solved.tier)
+    return None if reindent is None else Placement(tuple(picked), reindent)
 
 
 def _anchors(parts: Sequence[Stretch]) -> tuple[list[Anchor], list[tuple[int, int]]]:
@@ -234,10 +299,10 @@ def _misaligned(file_lines: Sequence[str], edit: Sequence[str], *, end: bool = F
     """Why `edit` does not line up with the start of `file_lines` (`None` when it does).
 
     `file_lines` are the lines the edit replaces. It lines up when it starts with their first
-    non-blank line, or when its first line that they have at all is their line `j` (counting
-    non-blank lines) after at least `j` new lines, with the next line agreeing too unless that
-    is the last line replaced: new lines put in or written over the top, never lines dropped
-    without being shown.
+    non-blank line, or when the file lines above the first line the edit shows of them are
+    each shown elsewhere in the edit (moved) or outnumbered by the new lines above it (written
+    over): lines are never dropped from the top without being shown, which is what a forgotten
+    marker looks like.
     """
     f = [line.strip() for line in file_lines if line.strip()]
     e = [line.strip() for line in edit if line.strip()]
@@ -247,19 +312,24 @@ def _misaligned(file_lines: Sequence[str], edit: Sequence[str], *, end: bool = F
     i = next((n for n, line in enumerate(e) if line in known), None)
     if i is None:
         return None
-    first = "last" if end else "first"
-    if e[i] not in f[: i + 1]:
-        where = f.index(e[i]) + 1
-        which = "from the end" if end else "from the top"
-        return (
-            f"its {first} line the file has (`{e[i]}`) is non-blank line {where} {which}, "
-            f"while the file's {first} line is `{f[0]}`"
-        )
     j = f.index(e[i])
-    agree = i + 1 < len(e) and j + 1 < len(f) and e[i + 1] == f[j + 1]
-    if 0 < j < len(f) - 1 and not agree:
-        return f"it does not show the file's {first} line (`{f[0]}`) or the lines next to it"
-    return None
+    # A line above counts as shown when the edit has more copies of it than the file has below.
+    spare = Counter(e)
+    spare.subtract(f[j:])
+    dropped = []
+    for line in f[:j]:
+        if spare[line] > 0:
+            spare[line] -= 1
+        else:
+            dropped.append(line)
+    if len(dropped) <= i:
+        return None
+    first = "last" if end else "first"
+    which = "from the end" if end else "from the top"
+    return (
+        f"its {first} line the file has (`{e[i]}`) is non-blank line {j + 1} {which}, and "
+        f"it does not show {len(dropped)} of the lines before that (the first: `{dropped[0]}`)"
+    )
 
 
 def _ambiguous(anchors: Sequence[Anchor], solved: Solved, path: str) -> Ambiguous:

@@ -207,13 +207,70 @@ def _tier_matches(view: _View, needle: Sequence[str], tier: str) -> list[Match]:
 
 
 def find_matches(lines: Sequence[str], needle: Sequence[str]) -> Found | None:
-    """Every candidate at the strictest tier that has one, or `None` if no tier matches."""
+    """Every candidate at the strictest tier that has one, with any candidate of a looser
+    tier that needs different tolerances (neither explains the needle better), or `None` if
+    no tier matches."""
     view = _View(lines)
     for tier in TIERS[:-1]:
         matches = _tier_matches(view, needle, tier)
-        if matches:
-            return Found(tier, tuple(matches))
+        if not matches:
+            continue
+        if tier != "exact" and tier != TIERS[-2]:
+            matches = _least_tolerant(
+                [*matches, *_tier_matches(view, needle, TIERS[-2])], view, needle
+            )
+        return Found(tier, tuple(matches))
     return _elided(view, needle)
+
+
+def _least_tolerant(matches: Sequence[Match], view: _View, needle: Sequence[str]) -> list[Match]:
+    """The candidates no other candidate explains with fewer tolerances (one per place).
+
+    Tiers are tried in order, but they are different kinds of tolerance, not one scale: a
+    needle can fit one place with its indentation shifted and another with a blank line
+    missing. Neither is the better explanation, so both are kept and the caller refuses.
+    Trailing whitespace weighs least: it only decides between otherwise equal candidates.
+    """
+    placed: dict[tuple[int, int], tuple[Match, frozenset[str]]] = {}
+    for m in matches:
+        if (m.start, m.end) not in placed:
+            placed[(m.start, m.end)] = (m, _tolerances(view.lines, needle, m))
+    kept = []
+    for m, needs in placed.values():
+        if not any(_fewer(other, needs) for _, other in placed.values()):
+            kept.append(m)
+    return kept
+
+
+def _fewer(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether tolerances `a` explain a needle strictly better than `b`."""
+    major_a, major_b = a - {"trailing"}, b - {"trailing"}
+    if major_a != major_b:
+        return major_a < major_b
+    return "trailing" in b and "trailing" not in a
+
+
+def _lead(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _tolerances(lines: Sequence[str], needle: Sequence[str], m: Match) -> frozenset[str]:
+    """What the candidate needs: trailing whitespace, indentation, look-alikes, blank lines."""
+    needs: set[str] = set()
+    paired = {at for at in m.amap if at is not None}
+    if len(paired) < len(needle) or len(paired) < m.end - m.start:
+        needs.add("blank")
+    for line, at in zip(needle, m.amap, strict=True):
+        if at is None or line == lines[at]:
+            continue
+        other = lines[at]
+        if _lead(line) != _lead(other):
+            needs.add("indentation")
+        if line[len(line.rstrip()) :] != other[len(other.rstrip()) :]:
+            needs.add("trailing")
+        if line.strip() != other.strip():
+            needs.add("unicode")
+    return frozenset(needs)
 
 
 def _elided(view: _View, needle: Sequence[str]) -> Found | None:
