@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from kestrel.edits.doc import Doc
 from kestrel.edits.errors import Ambiguous, MalformedEdit
+from kestrel.edits.indent import restyler
 from kestrel.edits.match import (
     ELISION_CHAINS,
     LOOKALIKES,
@@ -44,10 +45,13 @@ def apply_hunk(doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0) -> tuple
 
 
 def _land(doc: Doc, hunk: Hunk, match: Match, path: str) -> Doc:
+    restyle = restyler(doc.lines, hunk.new)
     if match.tier == "exact" and not doc.mixed:
-        new = list(hunk.new)
+        new = list(hunk.new) if restyle is None else [restyle(line) for line in hunk.new]
         return _splice(doc, match.start, match.end, new, [doc.eol] * len(new))
     plus = _plus_transform(doc, match, hunk)
+    if restyle is not None:
+        plus = _then(plus, restyle)
     old: Sequence[str] = hunk.old
     if hunk.ops is None and match.tier == "blank lines":
         old, match = _with_file_blanks(match, hunk.old)
@@ -163,6 +167,10 @@ def diff_ops(old: Sequence[str], new: Sequence[str]) -> list[tuple[Tag, str]]:
 
 def _diff_key(line: str) -> str:
     return "\0elided" if is_marker(line) else line
+
+
+def _then(first: Callable[[str], str], second: Callable[[str], str]) -> Callable[[str], str]:
+    return lambda line: second(first(line))
 
 
 def _plus_transform(doc: Doc, match: Match, hunk: Hunk) -> Callable[[str], str]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 TAB_WIDTHS = (4, 8, 2)
 """Tab widths tried, most common first, when tabs and spaces are mixed up."""
@@ -94,3 +95,66 @@ def find_reindent(pairs: Sequence[tuple[str, str]]) -> Reindent | None:
         if all(_width(f, tab) - _width(g, tab) == shift for g, f in zip(given, found, strict=True)):
             return Reindent(tab=tab, shift=shift, use_tabs=use_tabs)
     return None
+
+
+def _space_unit(widths: Sequence[int]) -> int | None:
+    """The indentation step of a space-indented file: 4, 2 or 8 when nearly every indented
+    line is a multiple of it (continuation lines may be aligned otherwise)."""
+    if not widths:
+        return None
+    for unit in (4, 2, 8):
+        if sum(1 for w in widths if w % unit == 0) >= 0.9 * len(widths):
+            return unit
+    return None
+
+
+def restyler(file_lines: Sequence[str], added: Sequence[str]) -> Callable[[str], str] | None:
+    """How to rewrite `added` lines whose indentation contradicts a file that is consistent:
+    tabs written into a file indented only with spaces become the file's step in spaces, and
+    spaces written into a file indented only with tabs become tabs (by the edit's own step).
+    `None` when nothing contradicts the file or the file mixes both."""
+    tabbed = [line for line in added if line.strip() and "\t" in indent_of(line)]
+    spaced = [line for line in added if line.strip() and indent_of(line).startswith(" ")]
+    if not tabbed and not spaced:
+        return None
+    if not tabbed and not _first_indent(file_lines).startswith("\t"):
+        return None  # Spaces into a file that does not start out tab-indented: nothing to do.
+    tab_lines = space_lines = 0
+    widths: list[int] = []
+    for line in file_lines:
+        indent = indent_of(line)
+        if not indent or not line.strip():
+            continue
+        if indent.startswith("\t"):
+            tab_lines += 1
+        elif "\t" in indent:
+            return None
+        else:
+            space_lines += 1
+            widths.append(len(indent))
+    if tabbed and not tab_lines:
+        unit = _space_unit(widths)
+        return None if unit is None else partial(_tabs_to_spaces, unit=unit)
+    if spaced and tab_lines and not space_lines:
+        step = _space_unit([len(indent_of(line)) for line in spaced]) or 4
+        return partial(_spaces_to_tabs, step=step)
+    return None
+
+
+def _first_indent(file_lines: Sequence[str]) -> str:
+    return next((indent_of(line) for line in file_lines if line.strip() and indent_of(line)), "")
+
+
+def _tabs_to_spaces(line: str, *, unit: int) -> str:
+    indent = indent_of(line)
+    if "\t" not in indent or not line.strip():
+        return line
+    columns = sum(unit if ch == "\t" else 1 for ch in indent)
+    return " " * columns + line[len(indent) :]
+
+
+def _spaces_to_tabs(line: str, *, step: int) -> str:
+    indent = indent_of(line)
+    if not indent.startswith(" ") or "\t" in indent or not line.strip():
+        return line
+    return "\t" * (len(indent) // step) + " " * (len(indent) % step) + line[len(indent) :]

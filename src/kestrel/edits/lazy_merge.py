@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kestrel.edits.doc import Doc
 from kestrel.edits.errors import Ambiguous, MalformedEdit
-from kestrel.edits.indent import Reindent
+from kestrel.edits.indent import Reindent, restyler
 from kestrel.edits.lazy_anchor import (
     MAX_PLACEMENTS,
     SHOWN,
@@ -221,10 +221,13 @@ def _emit(
     lines: list[str] = []
     eols: list[str] = []
     cursor = 0
+    restyle = restyler(doc.lines, [line for part in parts for line in part.lines])
     for part, span in zip(parts, spans, strict=True):
         lines.extend(doc.lines[cursor : span.start])
         eols.extend(doc.eols[cursor : span.start])
         new = part.lines if reindent is None else [reindent.apply(line) for line in part.lines]
+        if restyle is not None:
+            new = [restyle(line) for line in new]
         _merge_span(doc, span, new, lines, eols, exact=exact)
         cursor = span.stop
     lines.extend(doc.lines[cursor:])

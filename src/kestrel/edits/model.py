@@ -47,6 +47,9 @@ class Update:
 
     path: str
     hunk: Hunk
+    ends_with_newline: bool = False
+    """Whether the file is written with a final newline whatever it had (apply_patch: its
+    reference implementation writes every updated file that way)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from kestrel.edits.apply import apply_hunk
 from kestrel.edits.doc import Doc, parse_doc, render_doc, split_edit_lines
@@ -98,6 +99,8 @@ class _Work:
                     shift += delta
         doc, start, removed = apply_hunk(doc, step.hunk, step.path, hint_shift=shift)
         shifts.append((start, len(step.hunk.new) - removed))
+        if step.ends_with_newline and doc.eols and not doc.eols[-1]:
+            doc = replace(doc, eols=(*doc.eols[:-1], doc.eol))
         self.docs[step.path] = doc
 
 

@@ -81,7 +81,7 @@ def _update(lines: list[str], i: int, path: str, steps: list[Step]) -> int:
     def flush(at_eof: bool = False) -> None:
         if any(tag != " " for tag, _ in ops):
             hunk = hunk_from_ops(ops, anchor=anchor, at_eof=at_eof)
-            updates.append(Update(path=path, hunk=hunk))
+            updates.append(Update(path=path, hunk=hunk, ends_with_newline=True))
         ops.clear()
 
     while i < len(lines) and (lines[i].rstrip() == EOF_MARK or not lines[i].startswith("*** ")):

@@ -1,0 +1,51 @@
+"""What is written follows the file: its indentation style when the edit's contradicts a
+consistent file, and each format's rule for the final newline."""
+
+from __future__ import annotations
+
+from kestrel.edits import apply_edit
+
+SPACES = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+TABS = "def f():\n\treturn 1\n"
+
+
+def sr(old: str, new: str, path: str = "f.py") -> str:
+    return f"{path}\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n"
+
+
+def test_tabs_written_into_a_space_indented_file_become_its_spaces():
+    # No indented line in the search text says how tabs map: the file's step (4) decides.
+    edit = sr("def g():\n", "def g():\n\tx = 1\n\tif x:\n\t\tprint(x)\n")
+    after = apply_edit({"f.py": SPACES}, edit, "search_replace")["f.py"]
+    assert "def g():\n    x = 1\n    if x:\n        print(x)\n    return 2\n" in after
+
+
+def test_spaces_written_into_a_tab_indented_file_become_tabs():
+    edit = sr("def f():\n", "def f():\n    y = 2\n    if y:\n        y += 1\n")
+    after = apply_edit({"f.py": TABS}, edit, "search_replace")["f.py"]
+    assert after == "def f():\n\ty = 2\n\tif y:\n\t\ty += 1\n\treturn 1\n"
+
+
+def test_a_file_that_mixes_both_keeps_what_the_edit_wrote():
+    mixed = "def f():\n\treturn 1\n\n\ndef g():\n    return 2\n"
+    edit = sr("def g():\n", "def g():\n\tx = 1\n")
+    after = apply_edit({"f.py": mixed}, edit, "search_replace")["f.py"]
+    assert "def g():\n\tx = 1\n    return 2\n" in after
+
+
+def test_a_lazy_edit_in_tabs_lands_in_the_files_spaces():
+    content = "# ... existing code ...\ndef g():\n\tx = 1\n\treturn 2\n"
+    after = apply_edit({"f.py": SPACES}, {"path": "f.py", "content": content}, "lazy")["f.py"]
+    assert after.endswith("def g():\n    x = 1\n    return 2\n")
+
+
+def test_apply_patch_writes_a_final_newline_as_its_reference_does():
+    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n x = 1\n-y = 2\n+y = 3\n*** End Patch\n"
+    assert apply_edit({"a.py": "x = 1\ny = 2"}, patch, "apply_patch")["a.py"] == "x = 1\ny = 3\n"
+    crlf = apply_edit({"a.py": "x = 1\r\ny = 2\r\nz"}, patch, "apply_patch")["a.py"]
+    assert crlf == "x = 1\r\ny = 3\r\nz\r\n"
+
+
+def test_other_formats_keep_a_missing_final_newline():
+    after = apply_edit({"a.py": "x = 1\ny = 2"}, sr("y = 2\n", "y = 3\n", "a.py"), "search_replace")
+    assert after["a.py"] == "x = 1\ny = 3"
