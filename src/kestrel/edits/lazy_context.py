@@ -2,21 +2,23 @@
 
 An anchor line such as `pass`, `)` or `\"\"\"` often occurs many times in a file, while the lines
 the model copied around it occur together only once. For each stretch, every pair of places its
-first and last lines can take is a reading of the edit, judged two ways:
+first and last lines can take is a reading of the edit, scored by how many of the stretch's
+leading lines equal the file's from the region's start on (`head`), how many trailing lines
+equal the file's up to its end (`tail`), and how many lines the reading removes on balance
+(`net`: the region's length less the stretch's, when positive; whatever the pairing, that many
+file lines disappear without the edit showing a line in their place).
 
-- by its ends: how many of the stretch's leading lines equal the file's from the region's start
-  on (`head`), how many trailing lines equal the file's up to its end (`tail`), and how many
-  region lines those runs leave unaccounted for (`unproven`: deleted or rewritten unseen);
-- by its content: how many lines the reading deletes, rewrites or adds, over the longest run of
-  lines the stretch and the region have in common, in order (`changed`).
+A reading is chosen only when it beats every other:
 
-A reading is chosen only when no other is better on any of the four counts and every other is
-worse on at least one. The two views fail differently: the ends alone prefer a short region
-even when the stretch repeats the lines just after it; the content alone prefers rewriting a
-neighbouring function into a new one over inserting that new function beside it. Where they
-disagree, the edit could mean either, and it stays ambiguous. Where the ends prove equally
-much, the smaller region wins only if it leaves no file line unaccounted for: choosing between
-two readings that each delete lines the edit does not show would be a guess. The chosen pairs
+- its ends prove more (head and tail no shorter, one longer) and it removes no more; or
+- its ends prove as much, it removes nothing while the other removes lines, and its content
+  agrees: over the longest run of lines the stretch and the region have in common, it changes
+  no more lines than the other reading (`changed`). Where the content disagrees (the new code
+  resembles the code next to it, so rewriting that code reads as well as inserting beside it)
+  the edit could mean either.
+
+Otherwise the edit stays ambiguous and is refused. Choosing between two readings that each
+remove lines the edit does not show would be a guess, so that never decides. The chosen pairs
 must still lie in the edit's order.
 """
 
@@ -26,30 +28,38 @@ import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-MAX_PAIRS = 64
+MAX_PAIRS = 4096
 """Most (start, end) pairs compared for one stretch before it counts as ambiguous."""
+MAX_CONTENT = 64
+"""Most readings whose content is compared with the chosen one's."""
 
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """One stretch's candidate region `[start, end]` and how well the edit fits there."""
+    """One stretch's candidate region `[start, end]` and how well its ends fit there."""
 
     start: int
     end: int
     head: int
     tail: int
-    unproven: int
-    changed: int
+    net: int
 
-    def beats(self, other: Choice) -> bool:
-        """No worse than `other` on any count and better on one; when the ends prove no more
-        than `other`'s, only by leaving nothing unseen (a guess between two deletions is no
-        proof)."""
-        mine = (self.head, self.tail, -self.unproven, -self.changed)
-        theirs = (other.head, other.tail, -other.unproven, -other.changed)
-        if not all(a >= b for a, b in zip(mine, theirs, strict=True)) or mine == theirs:
-            return False
-        return mine[:2] != theirs[:2] or self.unproven == 0
+
+class _Content:
+    """Lines changed by reading the stretch over a region, computed on demand."""
+
+    def __init__(
+        self, file_lines: Sequence[str], wanted: Sequence[str], key: Callable[[str], str]
+    ) -> None:
+        self.file_lines, self.wanted, self.key = file_lines, wanted, key
+        self.asked = 0
+
+    def changed(self, choice: Choice) -> int:
+        self.asked += 1
+        region = [self.key(line) for line in self.file_lines[choice.start : choice.end + 1]]
+        matcher = difflib.SequenceMatcher(None, region, self.wanted, autojunk=False)
+        kept = sum(block.size for block in matcher.get_matching_blocks())
+        return (len(region) - kept) + (len(self.wanted) - kept)
 
 
 def run_from(
@@ -93,17 +103,22 @@ def best_region(
     wanted = [key(line) for line in lines]
     heads = {s: run_from(file_lines, s, wanted, key) for s in starts}
     tails = {e: run_back(file_lines, e, wanted, key) for e in ends}
-    choices = []
-    for start, end in pairs:
-        size = end - start + 1
-        ends_proven = heads[start] + tails[end]
-        region = [key(line) for line in file_lines[start : end + 1]]
-        matcher = difflib.SequenceMatcher(None, region, wanted, autojunk=False)
-        kept = sum(block.size for block in matcher.get_matching_blocks())
-        changed = (size - kept) + (len(wanted) - kept)
-        unproven = max(0, size - ends_proven)
-        choices.append(Choice(start, end, heads[start], tails[end], unproven, changed))
-    for choice in choices:
-        if all(choice.beats(other) for other in choices if other is not choice):
-            return choice
-    return None
+    choices = [
+        Choice(s, e, heads[s], tails[e], max(0, (e - s + 1) - len(wanted))) for s, e in pairs
+    ]
+    top = max(choices, key=lambda c: (c.head + c.tail, -c.net))
+    content = _Content(file_lines, wanted, key)
+    mine: int | None = None
+    for other in choices:
+        if other is top:
+            continue
+        if other.head > top.head or other.tail > top.tail or other.net < top.net:
+            return None
+        if (other.head, other.tail) != (top.head, top.tail):
+            continue  # Its ends prove less.
+        if top.net > 0 or other.net == 0 or content.asked >= MAX_CONTENT:
+            return None
+        mine = content.changed(top) if mine is None else mine
+        if content.changed(other) < mine:
+            return None
+    return top
