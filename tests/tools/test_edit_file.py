@@ -50,9 +50,11 @@ async def test_not_found_points_at_the_closest_lines(ws):
     assert "     2\t    def run(self,  x):\n     3\t        return x" in error
 
 
-async def test_not_found_notices_line_numbers_copied_from_read_file(ws):
+async def test_line_numbers_copied_from_read_file_are_read_when_they_name_the_line(ws):
     ws.write("f.py", "a = 1\nb = 2\n")
-    error = await ws.fails("edit_file", path="f.py", old_str="     1\ta = 1", new_str="a = 3")
+    await ws.ok("edit_file", path="f.py", old_str="     2\tb = 2", new_str="b = 3")
+    assert (ws.root / "f.py").read_text() == "a = 1\nb = 3\n"
+    error = await ws.fails("edit_file", path="f.py", old_str="     2\ta = 1", new_str="a = 3")
     assert "line numbers" in error
 
 

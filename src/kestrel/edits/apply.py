@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from kestrel.edits.doc import Doc
 from kestrel.edits.errors import Ambiguous, MalformedEdit
@@ -18,6 +19,7 @@ from kestrel.edits.match import (
     is_marker,
 )
 from kestrel.edits.model import Hunk, Tag
+from kestrel.edits.numbered import strip_numbers
 from kestrel.edits.report import ambiguous, no_match
 
 WHAT = "The text to replace"
@@ -30,7 +32,7 @@ def apply_hunk(doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0) -> tuple
         return _splice(doc, at, at, list(hunk.new), [doc.eol] * len(hunk.new)), at, 0
     found = find_matches(doc.lines, hunk.old)
     if found is None:
-        raise no_match(path, doc.lines, hunk.old, WHAT)
+        return _numbered(doc, hunk, path) or _raise(no_match(path, doc.lines, hunk.old, WHAT))
     try:
         match = choose(found, hunk, doc, path, hint_shift)
     except Ambiguous:
@@ -42,6 +44,25 @@ def apply_hunk(doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0) -> tuple
             raise
         match = found.matches[0]
     return _land(doc, hunk, match, path), match.start, match.end - match.start
+
+
+def _raise(error: Exception) -> NoReturn:
+    raise error
+
+
+def _numbered(doc: Doc, hunk: Hunk, path: str) -> tuple[Doc, int, int] | None:
+    """The hunk landed without read line numbers copied into it, where the numbers say."""
+    if hunk.ops is not None:
+        return None
+    bare = strip_numbers(hunk.old, hunk.new)
+    if bare is None:
+        return None
+    found = find_matches(doc.lines, bare.old)
+    at = [m for m in found.matches if m.start == bare.start] if found else []
+    if len(at) != 1:
+        return None
+    plain = Hunk(old=bare.old, new=bare.new)
+    return _land(doc, plain, at[0], path), at[0].start, at[0].end - at[0].start
 
 
 def _land(doc: Doc, hunk: Hunk, match: Match, path: str) -> Doc:
@@ -100,10 +121,25 @@ def _with_file_blanks(match: Match, old: Sequence[str]) -> tuple[list[str], Matc
 
 
 def _insertion_point(doc: Doc, hunk: Hunk, path: str, hint_shift: int) -> int:
+    """Where a hunk with no old lines goes: the end of the file (`*** End of File`), its line
+    number, or right below the one line its V4A `@@` anchor names."""
     if not doc.lines or hunk.at_eof:
         return len(doc.lines)
     if hunk.hint is not None:
         return max(0, min(len(doc.lines), hunk.hint + hint_shift))
+    if hunk.anchor is not None and hunk.anchor.strip():
+        key = fold(hunk.anchor.strip())
+        found = [n for n, line in enumerate(doc.lines) if fold(line.strip()) == key]
+        if len(found) == 1:
+            return found[0] + 1
+        if found:
+            raise ambiguous(path, found, "exact", f"The `@@ {hunk.anchor.strip()}` line")
+        raise MalformedEdit(
+            f"a hunk for {path} adds lines below `@@ {hunk.anchor.strip()}`, but {path} has no "
+            "such line; copy the line from the file, or include a few unchanged lines around "
+            "the change",
+            path=path,
+        )
     raise MalformedEdit(
         f"a hunk for {path} adds lines without any context lines to place them; "
         "include a few unchanged lines around the change",

@@ -1,0 +1,72 @@
+"""Edits that are unique once read the way the model wrote them: line numbers copied from a
+read, padded V4A headers, V4A chunks that only add lines. Each still refuses when unproven."""
+
+from __future__ import annotations
+
+import pytest
+
+from kestrel.edits import EditError, MalformedEdit, NoMatch, apply_edit
+
+TWICE = "def f():\n    x = 1\n    return x\n\n\ndef g():\n    x = 1\n    return x\n"
+
+
+def replace(old: str, new: str) -> list[dict[str, str]]:
+    return [{"command": "str_replace", "path": "a.py", "old_str": old, "new_str": new}]
+
+
+def test_read_line_numbers_pick_the_copy_they_name():
+    edit = replace(
+        "     7\t    x = 1\n     8\t    return x", "     7\t    x = 2\n     8\t    return x"
+    )
+    after = apply_edit({"a.py": TWICE}, edit, "str_replace")["a.py"]
+    assert after == TWICE[: TWICE.rindex("x = 1")] + "x = 2\n    return x\n"
+
+
+def test_other_numbering_styles_are_read_too():
+    edit = replace("2 | x = 1\n3 | return x", "x = 5\nreturn x")
+    after = apply_edit({"a.py": "def f():\nx = 1\nreturn x\n"}, edit, "str_replace")["a.py"]
+    assert after == "def f():\nx = 5\nreturn x\n"
+
+
+def test_numbers_that_do_not_name_the_place_are_refused():
+    edit = replace("     5\t    x = 1\n     6\t    return x", "    x = 2\n    return x")
+    with pytest.raises(NoMatch):
+        apply_edit({"a.py": TWICE}, edit, "str_replace")
+
+
+def test_numbers_out_of_sequence_are_not_read_as_line_numbers():
+    edit = replace("     2\t    x = 1\n     7\t    return x", "    x = 2\n    return x")
+    with pytest.raises(NoMatch):
+        apply_edit({"a.py": TWICE}, edit, "str_replace")
+
+
+def patch(body: str) -> str:
+    return f"*** Begin Patch\n{body}*** End Patch\n"
+
+
+def test_padded_and_trimmed_v4a_headers_are_read():
+    edit = patch(
+        "  *** Update File:a.py   \n@@ def g():\n     x = 1\n-    return x\n+    return -x\n"
+    )
+    after = apply_edit({"a.py": TWICE}, edit, "apply_patch")["a.py"]
+    assert after.endswith("def g():\n    x = 1\n    return -x\n")
+
+
+def test_a_v4a_chunk_that_only_adds_goes_below_its_anchor_line():
+    edit = patch("*** Update File: a.py\n@@ def g():\n+    y = 0\n")
+    after = apply_edit({"a.py": TWICE}, edit, "apply_patch")["a.py"]
+    assert "def g():\n    y = 0\n    x = 1\n" in after
+
+
+def test_a_v4a_chunk_that_only_adds_with_no_anchor_goes_at_the_end():
+    edit = patch("*** Update File: a.py\n@@\n+# end\n")
+    assert apply_edit({"a.py": TWICE}, edit, "apply_patch")["a.py"] == TWICE + "# end\n"
+
+
+def test_an_anchor_line_the_file_has_twice_or_not_at_all_is_refused():
+    with pytest.raises(EditError, match="matches 2 places"):
+        apply_edit({"a.py": TWICE}, patch("*** Update File: a.py\n@@ x = 1\n+y\n"), "apply_patch")
+    with pytest.raises(MalformedEdit, match="has no such line"):
+        apply_edit(
+            {"a.py": TWICE}, patch("*** Update File: a.py\n@@ def h():\n+y\n"), "apply_patch"
+        )
