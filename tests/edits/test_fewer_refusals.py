@@ -70,3 +70,26 @@ def test_an_anchor_line_the_file_has_twice_or_not_at_all_is_refused():
         apply_edit(
             {"a.py": TWICE}, patch("*** Update File: a.py\n@@ def h():\n+y\n"), "apply_patch"
         )
+
+
+def roo_block(start: str, old: str, new: str) -> str:
+    return (
+        f"a.py\n<<<<<<< SEARCH\n:start_line:{start}\n-------\n{old}=======\n{new}>>>>>>> REPLACE\n"
+    )
+
+
+def test_a_roo_code_start_line_picks_one_of_several_matches():
+    after = apply_edit(
+        {"a.py": TWICE}, roo_block("7", "    x = 1\n", "    x = 2\n"), "search_replace"
+    )
+    assert after["a.py"] == TWICE[: TWICE.rindex("x = 1")] + "x = 2\n    return x\n"
+    first = apply_edit(
+        {"a.py": TWICE}, roo_block("2", "    x = 1\n", "    x = 2\n"), "search_replace"
+    )
+    assert first["a.py"].startswith("def f():\n    x = 2\n")
+
+
+def test_without_a_start_line_the_same_block_is_ambiguous():
+    block = "a.py\n<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n>>>>>>> REPLACE\n"
+    with pytest.raises(EditError, match="matches 2 places"):
+        apply_edit({"a.py": TWICE}, block, "search_replace")

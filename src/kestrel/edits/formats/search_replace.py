@@ -13,6 +13,9 @@ _START = re.compile(r"\s*(?:<{3,}|-{3,}) SEARCH>?\s*")
 _DIVIDER = re.compile(r"={3,}")
 _END = re.compile(r"\s*(?:>{3,}|\+{3,}) REPLACE\s*")
 _FENCE = re.compile(r"\s*(`{3,}|~{3,})[\w.+#-]*\s*")
+_HINT = re.compile(r"\s*:(start|end)_line:\s*(\d+)\s*")
+_HINT_END = re.compile(r"\s*-{3,}\s*")
+"""Roo-Code's block head: `:start_line:N` (and `:end_line:N`) lines, then `-------`."""
 _LOOSE_MARKER = re.compile(r"\s*(?:[<>=+-]{2,}.*(?:SEARCH|REPLACE)|[<>=+-]*\s*={3,}\s*.*)")
 
 
@@ -31,8 +34,9 @@ def parse_search_replace(text: str, files: Mapping[str, str]) -> list[Step]:
         path = _path_above(lines, last_end, i, files) or path
         if path is None:
             path = _only_file(files, i)
-        search, replace, i = _block(lines, i + 1)
-        steps.append(_step(path, search, replace, files))
+        hint, i = _hint(lines, i + 1)
+        search, replace, i = _block(lines, i)
+        steps.append(_step(path, search, replace, files, hint))
         last_end = i
     if not steps:
         raise MalformedEdit(
@@ -52,6 +56,22 @@ def _refuse_stray_marker(line: str, index: int) -> None:
             f"line {index + 1} ({line.strip()!r}) is a block marker outside a block; each block "
             "is `<<<<<<< SEARCH`, the old lines, `=======`, the new lines, `>>>>>>> REPLACE`"
         )
+
+
+def _hint(lines: list[str], i: int) -> tuple[int | None, int]:
+    """The 0-based line a Roo-Code block head names (a tie-breaker only), and where its
+    SEARCH lines begin."""
+    start: int | None = None
+    n = i
+    while n < len(lines) and (found := _HINT.fullmatch(lines[n])):
+        if found.group(1) == "start":
+            start = max(0, int(found.group(2)) - 1)
+        n += 1
+    if n == i:
+        return None, i
+    if n < len(lines) and _HINT_END.fullmatch(lines[n]):
+        n += 1
+    return start, n
 
 
 def _block(lines: list[str], i: int) -> tuple[list[str], list[str], int]:
@@ -112,7 +132,13 @@ def _only_file(files: Mapping[str, str], index: int) -> str:
     raise MalformedEdit(f"the block at line {index + 1} does not say which file it changes")
 
 
-def _step(path: str, search: list[str], replace: list[str], files: Mapping[str, str]) -> Step:
+def _step(
+    path: str,
+    search: list[str],
+    replace: list[str],
+    files: Mapping[str, str],
+    hint: int | None = None,
+) -> Step:
     if not any(line.strip() for line in search):
         if path in files and files[path].strip():
             raise MalformedEdit(
@@ -122,4 +148,4 @@ def _step(path: str, search: list[str], replace: list[str], files: Mapping[str, 
             )
         content = "".join(line + "\n" for line in replace)
         return Create(path=path, content=content, overwrite=True)
-    return Update(path=path, hunk=Hunk(old=tuple(search), new=tuple(replace)))
+    return Update(path=path, hunk=Hunk(old=tuple(search), new=tuple(replace), hint=hint))
