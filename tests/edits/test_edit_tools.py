@@ -61,7 +61,7 @@ async def test_edit_file_lands_a_tolerant_match_in_the_files_indentation(s: Sess
     )
     assert not out.is_error, out.content
     assert path.read_bytes() == b"class A:\r\n\tdef f(self):\r\n\t\treturn 2\r\n"
-    assert "whitespace differences tolerated" in out.content
+    assert "matched with differences tolerated" in out.content
 
 
 async def test_edit_file_refuses_a_file_changed_since_it_was_read(s: Session):

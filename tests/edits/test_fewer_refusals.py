@@ -93,3 +93,38 @@ def test_without_a_start_line_the_same_block_is_ambiguous():
     block = "a.py\n<<<<<<< SEARCH\n    x = 1\n=======\n    x = 2\n>>>>>>> REPLACE\n"
     with pytest.raises(EditError, match="matches 2 places"):
         apply_edit({"a.py": TWICE}, block, "search_replace")
+
+
+TOTAL = (
+    "def total(items):\n"
+    "    # add up the prices\n"
+    "    result = 0\n"
+    "    for item in items:\n"
+    "        result += item.price\n"
+    "    return result\n"
+)
+
+
+def sr(old: str, new: str) -> str:
+    return f"a.py\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n"
+
+
+def test_context_lines_only_similar_place_the_edit_and_keep_the_files_text():
+    old = TOTAL.replace("add up", "sum").replace("    return result\n", "")
+    new = old.replace("item.price\n", "item.price * item.count\n")
+    after = apply_edit({"a.py": TOTAL}, sr(old, new), "search_replace")["a.py"]
+    assert after == TOTAL.replace("item.price\n", "item.price * item.count\n")
+
+
+def test_a_changed_line_that_is_not_the_files_is_refused_however_similar():
+    old = TOTAL.replace("item.price", "item.cost")
+    with pytest.raises(NoMatch):
+        apply_edit({"a.py": TOTAL}, sr(old, old.replace("cost", "cost * 2")), "search_replace")
+
+
+def test_two_windows_alike_within_the_margin_are_refused():
+    twice = TOTAL + "\n\n" + TOTAL.replace("total", "totals").replace("add up", "add all")
+    old = TOTAL.replace("add up", "add").replace("    return result\n", "")
+    new = old.replace("item.price\n", "item.price * 2\n")
+    with pytest.raises(NoMatch):
+        apply_edit({"a.py": twice}, sr(old, new), "search_replace")

@@ -21,6 +21,7 @@ from kestrel.edits.match import (
 from kestrel.edits.model import Hunk, Tag
 from kestrel.edits.numbered import strip_numbers
 from kestrel.edits.report import ambiguous, no_match
+from kestrel.edits.similar import similar_match
 
 WHAT = "The text to replace"
 
@@ -32,7 +33,8 @@ def apply_hunk(doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0) -> tuple
         return _splice(doc, at, at, list(hunk.new), [doc.eol] * len(hunk.new)), at, 0
     found = find_matches(doc.lines, hunk.old)
     if found is None:
-        return _numbered(doc, hunk, path) or _raise(no_match(path, doc.lines, hunk.old, WHAT))
+        landed = _numbered(doc, hunk, path) or _similar(doc, hunk, path)
+        return landed or _raise(no_match(path, doc.lines, hunk.old, WHAT))
     try:
         match = choose(found, hunk, doc, path, hint_shift)
     except Ambiguous:
@@ -63,6 +65,18 @@ def _numbered(doc: Doc, hunk: Hunk, path: str) -> tuple[Doc, int, int] | None:
         return None
     plain = Hunk(old=bare.old, new=bare.new)
     return _land(doc, plain, at[0], path), at[0].start, at[0].end - at[0].start
+
+
+def _similar(doc: Doc, hunk: Hunk, path: str) -> tuple[Doc, int, int] | None:
+    """The hunk placed by similar context lines, its changed lines exact (`edits.similar`)."""
+    ops = diff_ops(hunk.old, hunk.new) if hunk.ops is None else hunk.ops
+    if any(is_marker(line) for line in hunk.old):
+        return None
+    match = similar_match(doc.lines, hunk.old, ops)
+    if match is None:
+        return None
+    landed = _land(doc, Hunk(old=hunk.old, new=hunk.new, ops=tuple(ops)), match, path)
+    return landed, match.start, match.end - match.start
 
 
 def _land(doc: Doc, hunk: Hunk, match: Match, path: str) -> Doc:

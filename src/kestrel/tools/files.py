@@ -271,7 +271,10 @@ def _where(before: str, after: str, old: str) -> str:
         (n for n, (x, y) in enumerate(zip(old_lines, new_lines, strict=False)) if x != y),
         min(len(old_lines), len(new_lines)),
     )
-    return f"1 occurrence (line {first + 1}; matched with whitespace differences tolerated)"
+    return (
+        f"1 occurrence (line {first + 1}; matched with differences tolerated, lines you kept "
+        "stay as the file has them)"
+    )
 
 
 def _edit_refusal(error: EditError, shown: str, old: str) -> str:
