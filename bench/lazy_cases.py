@@ -14,11 +14,14 @@ unchanged stretch left out. Kinds of case (the runner's `perturbation`):
   must land or be refused, never land wrongly.
 - `whole`: the whole new file, eliding only unchanged runs of 30 lines or more (big edits).
 - `crlf`: `unique` on the file with CRLF endings (edit written with LF).
-- `dedent`: `unique` with every edit line shifted left by the edit's common indentation.
+- `dedent`: `unique` with every edit line shifted left by the edit's common indentation (not for
+  commits that change a line's whitespace only, which a shifted edit cannot say).
 - `ambiguous`: the file with a copy of the first stretch's whole region above it, so the edit
   fits two places equally well: must be refused.
 
-A commit that deletes lines at the top (bottom) of a file, with no new lines in their place, is
+Commits that change only whitespace are left out (anchors matched with whitespace tolerated keep
+the file's own whitespace, and blank lines next to a marker are not part of the edit). A commit
+that deletes lines at the top (bottom) of a file, with no new lines in their place, is
 rendered without a marker above (below) the edit; that reads the same as an edit whose marker
 was forgotten, so such cases expect a refusal (`drops_unshown`) whatever their shape.
 - `no_anchor`: the line after a marker changed into one the file does not have: refused.
@@ -333,12 +336,24 @@ def _drops_top(before: Sequence[str], after: Sequence[str]) -> bool:
     return dropped > new_above
 
 
+def _whitespace_changes(before: Sequence[str], after: Sequence[str]) -> bool:
+    """Whether the commit changes some line's whitespace only: a shifted (tolerantly matched)
+    edit cannot say that, as it keeps the file's whitespace on lines that match."""
+    _, changes = equal_map(before, after)
+    for i1, i2, j1, j2 in changes:
+        if {x.strip() for x in before[i1:i2]} & {x.strip() for x in after[j1:j2]}:
+            return True
+    return False
+
+
 def cases_for(base: dict) -> Iterator[dict]:
     [(path, text)] = base["files_before"].items()
     want = base["expect"]["files_after"][path]
     before, after = lines_of(text), lines_of(want)
     if text.count("\r") or not before:
         return
+    if [x.strip() for x in before if x.strip()] == [x.strip() for x in after if x.strip()]:
+        return  # Whitespace only: a lazy edit's tolerant anchors keep the file's whitespace.
     good = {"files_after": {path: want}}
     refuse = {"error": "drops_unshown"}
     shapes = [
@@ -354,7 +369,7 @@ def cases_for(base: dict) -> Iterator[dict]:
     dropping = drops_unshown(before, after, unique_groups)
     crlf_want = {"files_after": {path: crlf(want)}}
     yield make_case(base, "crlf", {path: crlf(text)}, unique, refuse if dropping else crlf_want)
-    dedented = dedent_edit(unique)
+    dedented = None if _whitespace_changes(before, after) else dedent_edit(unique)
     if dedented is not None:
         yield make_case(base, "dedent", {path: text}, dedented, refuse if dropping else good)
     for kind, edit in refusal_edits(path, before, after):

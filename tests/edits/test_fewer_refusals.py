@@ -128,3 +128,20 @@ def test_two_windows_alike_within_the_margin_are_refused():
     new = old.replace("item.price\n", "item.price * 2\n")
     with pytest.raises(NoMatch):
         apply_edit({"a.py": twice}, sr(old, new), "search_replace")
+
+
+def test_v4a_hunks_are_found_in_order_as_the_reference_does():
+    text = "a = 1\nb = 2\n\nc = 3\n\na = 1\nb = 2\n"
+    edit = patch("*** Update File: a.py\n@@\n-c = 3\n+c = 4\n@@\n a = 1\n-b = 2\n+b = 5\n")
+    after = apply_edit({"a.py": text}, edit, "apply_patch")["a.py"]
+    assert after == "a = 1\nb = 2\n\nc = 4\n\na = 1\nb = 5\n"
+
+
+def test_an_rst_underline_in_a_block_is_not_its_divider():
+    text = 'def f():\n    """Sum.\n\n    Examples\n    ========\n    """\n'
+    block = (
+        'a.py\n<<<<<<< SEARCH\n    Examples\n    ========\n    """\n=======\n'
+        '    Examples\n    ========\n    >>> f()\n    """\n>>>>>>> REPLACE\n'
+    )
+    after = apply_edit({"a.py": text}, block, "search_replace")["a.py"]
+    assert after.endswith('    Examples\n    ========\n    >>> f()\n    """\n')

@@ -236,3 +236,44 @@ def test_a_large_edit_lands_exactly():
     assert edit.count("\n") > 500
     old = "".join(f"def f{n}(x):\n    return x + {n}\n\n\n" for n in range(100, 226))
     assert lazy(edit, {"m.py": before}) == before.replace(old, body)
+
+
+def test_a_doctest_continuation_and_a_stub_body_are_code_not_markers():
+    text = (
+        "class P:\n"
+        "    def size(self) -> int:\n"
+        '        """How big."""\n'
+        "        ...\n"
+        "\n"
+        "    def name(self) -> str:\n"
+        '        """Its name.\n'
+        "\n"
+        "        >>> f(1,\n"
+        "        ...   2)\n"
+        '        """\n'
+        "        ...\n"
+    )
+    edit = (
+        "# ... existing code ...\n"
+        '        """How big."""\n'
+        "        ...\n"
+        "\n"
+        "    def name(self, short: bool = False) -> str:\n"
+        '        """Its name.\n'
+        "\n"
+        "        >>> f(1,\n"
+        "        ...   2)\n"
+        '        """\n'
+        "        ...\n"
+    )
+    assert lazy(edit, {"m.py": text}) == text.replace(
+        "name(self)", "name(self, short: bool = False)"
+    )
+
+
+def test_a_reading_that_changes_nothing_does_not_win():
+    # From the second `}` the stretch is the file as it is; from the first it deletes g().
+    text = "def f():\n    x = {\n    }\n\ndef g():\n    y = {\n    }\n\nEND = 1\n"
+    edit = "# ...\n    }\n\nEND = 1\n"
+    with pytest.raises(Ambiguous):
+        lazy(edit, {"m.py": text})

@@ -14,6 +14,7 @@ from kestrel.edits.match import (
     LOOKALIKES,
     Found,
     Match,
+    end_aligned,
     find_matches,
     fold,
     is_marker,
@@ -26,8 +27,13 @@ from kestrel.edits.similar import similar_match
 WHAT = "The text to replace"
 
 
-def apply_hunk(doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0) -> tuple[Doc, int, int]:
-    """`doc` with `hunk` applied, plus where it landed (0-based start, lines removed)."""
+def apply_hunk(
+    doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0, after: int | None = None
+) -> tuple[Doc, int, int]:
+    """`doc` with `hunk` applied, plus where it landed (0-based start, lines removed).
+
+    `after`, for formats whose hunks are found in order (V4A), is where the previous hunk of
+    the file ended: of several places, the only one at or below it is taken."""
     if not hunk.old:
         at = _insertion_point(doc, hunk, path, hint_shift)
         return _splice(doc, at, at, list(hunk.new), [doc.eol] * len(hunk.new)), at, 0
@@ -36,7 +42,7 @@ def apply_hunk(doc: Doc, hunk: Hunk, path: str, *, hint_shift: int = 0) -> tuple
         landed = _numbered(doc, hunk, path) or _similar(doc, hunk, path)
         return landed or _raise(no_match(path, doc.lines, hunk.old, WHAT))
     try:
-        match = choose(found, hunk, doc, path, hint_shift)
+        match = choose(found, hunk, doc, path, hint_shift, after=after)
     except Ambiguous:
         # Elided gaps can be placed several ways that all produce the same file; that is fine.
         if found.tier != "elision" or len(found.matches) >= ELISION_CHAINS:
@@ -80,6 +86,24 @@ def _similar(doc: Doc, hunk: Hunk, path: str) -> tuple[Doc, int, int] | None:
 
 
 def _land(doc: Doc, hunk: Hunk, match: Match, path: str) -> Doc:
+    """`_land_at`, refused when the blank lines the edit shows can pair with the file's in
+    another way that gives a different file (the new lines above or below a blank line)."""
+    landed = _land_at(doc, hunk, match, path)
+    if match.tier != "blank lines":
+        return landed
+    other = end_aligned(match, hunk.old)
+    if other.amap != match.amap and _land_at(doc, hunk, other, path) != landed:
+        where = next(a for a, b in zip(match.amap, other.amap, strict=True) if a != b)
+        raise Ambiguous(
+            f"{path} has more blank lines at line {(where or 0) + 1} than the edit shows, and "
+            "its new lines could go above or below them; include those blank lines as context",
+            path=path,
+            lines=((where or 0) + 1,),
+        )
+    return landed
+
+
+def _land_at(doc: Doc, hunk: Hunk, match: Match, path: str) -> Doc:
     restyle = restyler(doc.lines, hunk.new)
     if match.tier == "exact" and not doc.mixed:
         new = list(hunk.new) if restyle is None else [restyle(line) for line in hunk.new]
@@ -101,10 +125,15 @@ def _land(doc: Doc, hunk: Hunk, match: Match, path: str) -> Doc:
     try:
         lines, eols = emit(doc, match, ops, plus)
     except UncertainPlacement as where:
+        detail = (
+            "between lines the edit removes, so they could be meant to go or to stay; show "
+            "them, as removed or as context"
+            if where.removal
+            else "right where it adds lines, so the new lines could go above or below them; "
+            "include those blank lines as context"
+        )
         raise Ambiguous(
-            f"{path} has blank lines at line {where.line + 1} that the edit does not show, "
-            "right where it adds lines, so the new lines could go above or below them; "
-            "include those blank lines as context",
+            f"{path} has lines at line {where.line + 1} that the edit does not show, {detail}",
             path=path,
             lines=(where.line + 1,),
         ) from None
@@ -161,9 +190,21 @@ def _insertion_point(doc: Doc, hunk: Hunk, path: str, hint_shift: int) -> int:
     )
 
 
-def choose(found: Found, hunk: Hunk, doc: Doc, path: str, hint_shift: int = 0) -> Match:
-    """The single candidate; end-of-file markers, V4A anchors and line numbers only break ties."""
+def choose(
+    found: Found,
+    hunk: Hunk,
+    doc: Doc,
+    path: str,
+    hint_shift: int = 0,
+    *,
+    after: int | None = None,
+) -> Match:
+    """The single candidate; end-of-file markers, V4A anchors and order, and line numbers
+    only break ties."""
     ms = list(found.matches)
+    if len(ms) > 1 and after is not None:
+        below = [m for m in ms if m.start >= after]
+        ms = below if len(below) == 1 else ms
     if len(ms) > 1 and hunk.at_eof:
         at_end = [m for m in ms if not any(line.strip() for line in doc.lines[m.end :])]
         ms = at_end or ms
@@ -241,11 +282,13 @@ def _plus_transform(doc: Doc, match: Match, hunk: Hunk) -> Callable[[str], str]:
 
 
 class UncertainPlacement(Exception):
-    """Added lines could go above or below blank lines the edit did not show."""
+    """Added lines could go above or below blank lines the edit did not show (or, with
+    `removal`, lines it did not show lie inside a run of lines it removes)."""
 
-    def __init__(self, line: int) -> None:
+    def __init__(self, line: int, *, removal: bool = False) -> None:
         super().__init__(line)
         self.line = line
+        self.removal = removal
 
 
 def emit(
@@ -279,9 +322,11 @@ def emit(
                 eols.extend(doc.eols[cursor : ahead[number]])
                 cursor = ahead[number]
             continue
-        if not (tag == "-" and prev == "-"):
-            lines.extend(doc.lines[cursor:at])
-            eols.extend(doc.eols[cursor:at])
+        if tag == "-" and prev == "-" and at > cursor:
+            # Lines the edit does not show, between two it removes: kept or removed with them?
+            raise UncertainPlacement(cursor, removal=True)
+        lines.extend(doc.lines[cursor:at])
+        eols.extend(doc.eols[cursor:at])
         if tag == " ":
             lines.append(doc.lines[at])
             eols.append(doc.eols[at])

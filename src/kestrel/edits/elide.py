@@ -92,13 +92,35 @@ def classify(lines: Sequence[str], path: str) -> list[Kind]:
     ellipsis_code = suffix_of(path) in ELLIPSIS_IS_CODE
     kinds: list[Kind] = []
     for n, line in enumerate(lines):
-        if not is_marker_line(line):
+        if not is_marker_line(line) or _doctest_continuation(lines, n):
             kinds.append("code")
         elif ellipsis_code and is_bare_ellipsis(line) and _in_code_position(lines, n):
             kinds.append("doubtful")
+        elif _comment_with_words(line):
+            kinds.append("doubtful")  # `# ... or in a module directive`: a real comment too.
         else:
             kinds.append("marker")
     return kinds
+
+
+_AFTER_DOTS = re.compile(rf"{_OPENERS}\s*{_DOTS}\s*(.*?)\s*(?:{_DOTS})?\s*{_CLOSERS}?")
+
+
+def _comment_with_words(line: str) -> bool:
+    """A comment that starts with dots and goes on with words that do not say code was left
+    out: it may be a marker or an ordinary comment."""
+    found = _AFTER_DOTS.fullmatch(line.strip())
+    words = found.group(1) if found else ""
+    return bool(words) and not _is_note_text(words)
+
+
+def _doctest_continuation(lines: Sequence[str], n: int) -> bool:
+    """`... more code` right after a doctest's `>>>` (or another `...`) line: code."""
+    text = lines[n].strip()
+    if not text.startswith("... ") and text != "...":
+        return False
+    before = next((lines[k].strip() for k in range(n - 1, -1, -1) if lines[k].strip()), "")
+    return before.startswith((">>> ", "... ")) and not before.startswith("... existing")
 
 
 def _in_code_position(lines: Sequence[str], n: int) -> bool:
@@ -108,6 +130,8 @@ def _in_code_position(lines: Sequence[str], n: int) -> bool:
     opener = before.split("#", 1)[0].rstrip()
     if opener.endswith(":") and _indent(lines[n]) > _indent(before):
         return True
+    if before.rstrip().endswith(('"""', "'''")) and _indent(lines[n]) == _indent(before):
+        return True  # A stub's body after its docstring.
     return opener.endswith(("(", "[", "{", ","))
 
 

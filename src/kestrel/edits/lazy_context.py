@@ -17,9 +17,10 @@ A reading is chosen only when it beats every other:
   resembles the code next to it, so rewriting that code reads as well as inserting beside it)
   the edit could mean either.
 
-Otherwise the edit stays ambiguous and is refused. Choosing between two readings that each
-remove lines the edit does not show would be a guess, so that never decides. The chosen pairs
-must still lie in the edit's order.
+A reading under which the stretch changes nothing is never chosen over others: the model wrote
+the stretch to change something. Otherwise the edit stays ambiguous and is refused. Choosing
+between two readings that each remove lines the edit does not show would be a guess, so that
+never decides. The chosen pairs must still lie in the edit's order.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def best_region(
         Choice(s, e, heads[s], tails[e], max(0, (e - s + 1) - len(wanted))) for s, e in pairs
     ]
     top = max(choices, key=lambda c: (c.head + c.tail, -c.net))
+    if [key(line) for line in file_lines[top.start : top.end + 1]] == list(wanted):
+        return None  # Read there the stretch changes nothing; another reading would.
     content = _Content(file_lines, wanted, key)
     mine: int | None = None
     for other in choices:

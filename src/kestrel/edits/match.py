@@ -192,6 +192,23 @@ def _align_blanks(lines: Sequence[str], needle: Sequence[str], amap: list[int | 
             amap[i] = at
 
 
+def end_aligned(m: Match, needle: Sequence[str]) -> Match:
+    """`m` with each run of the needle's blank lines between two anchored lines paired with
+    the last blank lines of the file's run there, not the first (the other way to read it)."""
+    amap = list(m.amap)
+    anchors = [i for i, line in enumerate(needle) if line.strip() and amap[i] is not None]
+    for a, b in itertools.pairwise(anchors):
+        above, below = amap[a], amap[b]
+        if above is None or below is None:
+            continue
+        inner = list(range(a + 1, b))
+        for i in inner:
+            amap[i] = None
+        for i, at in zip(reversed(inner), range(below - 1, above, -1), strict=False):
+            amap[i] = at
+    return Match(m.start, m.end, tuple(amap), m.tier, m.reindent)
+
+
 def _tier_matches(view: _View, needle: Sequence[str], tier: str) -> list[Match]:
     if tier == "exact":
         return _contiguous(view, needle, view.exact, lambda s: s, tier)

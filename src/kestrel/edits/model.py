@@ -50,6 +50,9 @@ class Update:
     ends_with_newline: bool = False
     """Whether the file is written with a final newline whatever it had (apply_patch: its
     reference implementation writes every updated file that way)."""
+    in_order: bool = False
+    """Whether the file's hunks come in file order (apply_patch: its reference implementation
+    looks for each below the previous one), so order breaks ties."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,6 +46,8 @@ class _Work:
         self.state = state
         self.docs: dict[str, Doc] = {}
         self.shifts: dict[str, list[tuple[int, int]]] = {}
+        self.cursors: dict[str, int] = {}
+        """Per file, the line below the last hunk landed (for formats read in order)."""
 
     def result(self) -> dict[str, str]:
         for path in list(self.docs):
@@ -97,8 +99,10 @@ class _Work:
             for at, delta in shifts:
                 if at <= step.hunk.hint + shift:
                     shift += delta
-        doc, start, removed = apply_hunk(doc, step.hunk, step.path, hint_shift=shift)
+        after = self.cursors.get(step.path, 0) if step.in_order else None
+        doc, start, removed = apply_hunk(doc, step.hunk, step.path, hint_shift=shift, after=after)
         shifts.append((start, len(step.hunk.new) - removed))
+        self.cursors[step.path] = start + len(step.hunk.new)
         if step.ends_with_newline and doc.eols and not doc.eols[-1]:
             doc = replace(doc, eols=(*doc.eols[:-1], doc.eol))
         self.docs[step.path] = doc

@@ -96,7 +96,7 @@ def _update(lines: list[str], i: int, path: str, steps: list[Step]) -> int:
             # format's reference implementation puts them.
             bare = anchor is None and all(tag == "+" for tag, _ in ops)
             hunk = hunk_from_ops(ops, anchor=anchor, at_eof=at_eof or bare)
-            updates.append(Update(path=path, hunk=hunk, ends_with_newline=True))
+            updates.append(Update(path=path, hunk=hunk, ends_with_newline=True, in_order=True))
         ops.clear()
 
     while i < len(lines) and header(lines[i]) is None:

@@ -121,11 +121,19 @@ def _resolve(doc: Doc, lines: Sequence[str], kinds: Sequence[Kind], path: str) -
     if isinstance(as_marker, EditError) and isinstance(as_code, EditError):
         raise as_marker
     n = doubtful[0]
+    if lines[n].strip() in ("...", "\u2026"):
+        raise MalformedEdit(
+            f"the bare `...` at line {n + 1} of the edit for {path} could be Python's `...` "
+            "(code) or an elision marker, and the two readings give different files. Write "
+            "elided code as `# ... existing code ...`; to write a body that is `...`, also "
+            "show the unchanged lines around that block",
+            path=path,
+        )
     raise MalformedEdit(
-        f"the bare `...` at line {n + 1} of the edit for {path} could be Python's `...` (code) "
+        f"line {n + 1} of the edit for {path} (`{lines[n].strip()}`) could be a comment (code) "
         "or an elision marker, and the two readings give different files. Write elided code "
-        "as `# ... existing code ...`; to write a body that is `...`, also show the unchanged "
-        "lines around that block",
+        "as `# ... existing code ...`; to keep such a comment, reword it or show the unchanged "
+        "lines around it",
         path=path,
     )
 

@@ -35,7 +35,7 @@ def parse_search_replace(text: str, files: Mapping[str, str]) -> list[Step]:
         if path is None:
             path = _only_file(files, i)
         hint, i = _hint(lines, i + 1)
-        search, replace, i = _block(lines, i)
+        search, replace, i = _block(lines, i, files.get(path))
         steps.append(_step(path, search, replace, files, hint))
         last_end = i
     if not steps:
@@ -74,34 +74,58 @@ def _hint(lines: list[str], i: int) -> tuple[int | None, int]:
     return start, n
 
 
-def _block(lines: list[str], i: int) -> tuple[list[str], list[str], int]:
+def _block(lines: list[str], i: int, text: str | None) -> tuple[list[str], list[str], int]:
+    """SEARCH and REPLACE lines of the block whose body starts at `i`, and the line after it.
+
+    A body with several `=======` lines (an RST underline in a docstring, say) is split at the
+    one whose SEARCH part the file (`text`) has, when exactly one does, or when exactly one of
+    those that do is the format's own seven `=`."""
     start = i
-    search: list[str] = []
-    while i < len(lines) and not _DIVIDER.fullmatch(lines[i]):
-        if _START.fullmatch(lines[i]) or _END.fullmatch(lines[i]):
+    stop = i
+    while stop < len(lines) and not _END.fullmatch(lines[stop]):
+        if _START.fullmatch(lines[stop]):
+            break
+        stop += 1
+    dividers = [n for n in range(start, stop) if _DIVIDER.fullmatch(lines[n])]
+    if not dividers:
+        if stop < len(lines) or start == len(lines):
             raise MalformedEdit(
                 f"the block starting at line {start} has no `=======` line between its SEARCH "
                 "and REPLACE parts"
             )
-        search.append(lines[i])
-        i += 1
-    if i == len(lines):
         raise MalformedEdit(f"the block starting at line {start} never reaches `=======`")
-    i += 1
-    replace: list[str] = []
-    while i < len(lines) and not _END.fullmatch(lines[i]):
-        if _START.fullmatch(lines[i]) or _DIVIDER.fullmatch(lines[i]):
-            raise MalformedEdit(
-                f"the block starting at line {start} has a second marker before "
-                "`>>>>>>> REPLACE`; close each block before the next"
-            )
-        replace.append(lines[i])
-        i += 1
-    if i == len(lines) and _inside_fence(lines, start):
+    if stop < len(lines) and _START.fullmatch(lines[stop]):
+        raise MalformedEdit(
+            f"the block starting at line {start} is not closed with `>>>>>>> REPLACE` before "
+            "the next block starts"
+        )
+    divider = _divider(lines, start, dividers, text)
+    if stop == len(lines) and _inside_fence(lines, start):
         raise MalformedEdit(
             f"the block starting at line {start} is not closed with `>>>>>>> REPLACE`"
         )
-    return search, replace, i + 1
+    return lines[start:divider], lines[divider + 1 : stop], stop + 1
+
+
+def _divider(lines: list[str], start: int, dividers: list[int], text: str | None) -> int:
+    if len(dividers) == 1:
+        return dividers[0]
+    if text is not None:
+        # Whitespace aside, as the SEARCH part may be matched with it tolerated.
+        body = "\n" + "\n".join(line.strip() for line in text.splitlines()) + "\n"
+        found = [
+            d
+            for d in dividers
+            if "\n" + "\n".join(line.strip() for line in lines[start:d]) + "\n" in body
+        ]
+        canonical = [d for d in found if lines[d].strip() == "======="]
+        if len(found) == 1 or len(canonical) == 1:
+            return found[0] if len(found) == 1 else canonical[0]
+    raise MalformedEdit(
+        f"the block starting at line {start} has {len(dividers)} `=======` lines, and the file "
+        "does not say which one ends the SEARCH part; split the change into blocks that each "
+        "contain one"
+    )
 
 
 def _inside_fence(lines: list[str], index: int) -> bool:
