@@ -62,8 +62,11 @@ def git_dir(repo: Path) -> Path:
     return repo / ".git" if (repo / ".git").exists() else repo
 
 
-def changes(repo: Path, rng: random.Random) -> Iterator[tuple[str, str, str, str]]:
-    """(commit, path, before, after) for sampled commits, one modified Python file each."""
+def changes(
+    repo: Path, rng: random.Random, per_commit: int = 1
+) -> Iterator[tuple[str, str, str, str]]:
+    """(commit, path, before, after) for sampled commits, `per_commit` modified Python files
+    each (at most)."""
     commits = git(repo, "log", "--no-merges", "--format=%H", "-n", "5000", "--", "*.py").split()
     rng.shuffle(commits)
     for sha in commits:
@@ -71,11 +74,12 @@ def changes(repo: Path, rng: random.Random) -> Iterator[tuple[str, str, str, str
                     "--name-only", sha, "--", "*.py").split()  # fmt: skip
         if not names:
             continue
-        path = rng.choice(names)
-        before, after = git(repo, "show", f"{sha}^:{path}"), git(repo, "show", f"{sha}:{path}")
-        ends = before.endswith("\n") and after.endswith("\n")  # No "\ No newline" markers.
-        if ends and "\r" not in before + after and before != after:
-            yield sha, path, before, after
+        for path in rng.sample(names, min(per_commit, len(names))):
+            before = git(repo, "show", f"{sha}^:{path}")
+            after = git(repo, "show", f"{sha}:{path}")
+            ends = before.endswith("\n") and after.endswith("\n")  # No "No newline" lines.
+            if ends and "\r" not in before + after and before != after:
+                yield sha, path, before, after
 
 
 def case_for(name: str, sha: str, path: str, before: str, after: str, rng: random.Random):
@@ -225,12 +229,12 @@ PERTURB: dict[str, Callable] = {
 }  # fmt: skip
 
 
-def build(repo: Path, name: str, count: int, seed: int, out: Path) -> int:
+def build(repo: Path, name: str, count: int, seed: int, out: Path, per_commit: int = 1) -> int:
     rng = random.Random(seed)
     made = 0
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt") as handle:
-        for sha, path, before, after in changes(git_dir(repo), rng):
+        for sha, path, before, after in changes(git_dir(repo), rng, per_commit):
             case = case_for(name, sha, path, before, after, rng)
             if case is None:
                 continue
@@ -248,9 +252,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--per-commit",
+        type=int,
+        default=1,
+        help="files taken from each commit (more for a history of few, large commits)",
+    )
     args = parser.parse_args(argv)
     out = args.out or OUT / f"cases_{args.name.replace('/', '_')}.jsonl.gz"
-    made = build(args.repo, args.name, args.count, args.seed, out)
+    made = build(args.repo, args.name, args.count, args.seed, out, args.per_commit)
     print(f"{made} cases from {args.name} in {out}")
     return 0 if made else 1
 

@@ -49,3 +49,17 @@ def test_apply_patch_writes_a_final_newline_as_its_reference_does():
 def test_other_formats_keep_a_missing_final_newline():
     after = apply_edit({"a.py": "x = 1\ny = 2"}, sr("y = 2\n", "y = 3\n", "a.py"), "search_replace")
     assert after["a.py"] == "x = 1\ny = 3"
+
+
+def test_an_exact_str_replace_writes_its_new_lines_in_the_files_style():
+    text = "from m import (\n    a,\n)\n"
+    call = {
+        "command": "str_replace",
+        "path": "f.py",
+        "old_str": "    a,\n)",
+        "new_str": "\ta,\n\tb,\n)",
+    }
+    after = apply_edit({"f.py": text}, [call], "str_replace")["f.py"]
+    assert after == "from m import (\n    a,\n    b,\n)\n"
+    mid = {"command": "str_replace", "path": "f.py", "old_str": "a,", "new_str": "a,\tb,"}
+    assert apply_edit({"f.py": text}, [mid], "str_replace")["f.py"] == text.replace("a,", "a,\tb,")

@@ -277,3 +277,19 @@ def test_a_reading_that_changes_nothing_does_not_win():
     edit = "# ...\n    }\n\nEND = 1\n"
     with pytest.raises(Ambiguous):
         lazy(edit, {"m.py": text})
+
+
+def test_repeated_blocks_leave_which_lines_go_unproven():
+    # The stretch rewrites the first block. Ending at the second block's `)` reads as rewriting
+    # the first and deleting the second unseen: its ends prove less, but both readings remove
+    # lines and keep as many of the stretch's, so the choice would be a guess.
+    block = "if m and (\n    10,\n    4,\n    {n},\n) < v:\n    s.update(\n        '{u}',\n    )\n"
+    text = (
+        "S = {\n    'a': 1,\n}\n" + block.format(n=3, u="x") + block.format(n=12, u="y") + "E = 1\n"
+    )
+    edit = (
+        "# ... existing code ...\n}\nif m and (\n    v < 5\n):\n"
+        "    s.update(\n        'x',\n    )\n# ... existing code ...\n"
+    )
+    with pytest.raises(Ambiguous, match="matches 2 places"):
+        lazy(edit, {"m.py": text})

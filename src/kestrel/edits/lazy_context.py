@@ -17,6 +17,10 @@ A reading is chosen only when it beats every other:
   resembles the code next to it, so rewriting that code reads as well as inserting beside it)
   the edit could mean either.
 
+Between readings whose ends prove as much, the chosen one must also keep at least as many of
+the stretch's lines (where code repeats, a region above may hold more of them, read as a
+deletion of what lies between). Where the ends prove more but both readings remove lines and
+keep as many of the stretch's, which lines go is a guess, and the edit is refused.
 A reading under which the stretch changes nothing is never chosen over others: the model wrote
 the stretch to change something. Otherwise the edit stays ambiguous and is refused. Choosing
 between two readings that each remove lines the edit does not show would be a guess, so that
@@ -47,20 +51,30 @@ class Choice:
 
 
 class _Content:
-    """Lines changed by reading the stretch over a region, computed on demand."""
+    """How many of the stretch's lines a reading keeps (the longest common run of lines, in
+    order) and how many it changes; computed on demand, at most `MAX_CONTENT` times."""
 
     def __init__(
         self, file_lines: Sequence[str], wanted: Sequence[str], key: Callable[[str], str]
     ) -> None:
         self.file_lines, self.wanted, self.key = file_lines, wanted, key
-        self.asked = 0
+        self.known: dict[tuple[int, int], int] = {}
+
+    @property
+    def exhausted(self) -> bool:
+        return len(self.known) >= MAX_CONTENT
+
+    def kept(self, choice: Choice) -> int:
+        at = (choice.start, choice.end)
+        if at not in self.known:
+            region = [self.key(line) for line in self.file_lines[choice.start : choice.end + 1]]
+            matcher = difflib.SequenceMatcher(None, region, self.wanted, autojunk=False)
+            self.known[at] = sum(block.size for block in matcher.get_matching_blocks())
+        return self.known[at]
 
     def changed(self, choice: Choice) -> int:
-        self.asked += 1
-        region = [self.key(line) for line in self.file_lines[choice.start : choice.end + 1]]
-        matcher = difflib.SequenceMatcher(None, region, self.wanted, autojunk=False)
-        kept = sum(block.size for block in matcher.get_matching_blocks())
-        return (len(region) - kept) + (len(self.wanted) - kept)
+        kept = self.kept(choice)
+        return (choice.end - choice.start + 1 - kept) + (len(self.wanted) - kept)
 
 
 def run_from(
@@ -111,17 +125,36 @@ def best_region(
     if [key(line) for line in file_lines[top.start : top.end + 1]] == list(wanted):
         return None  # Read there the stretch changes nothing; another reading would.
     content = _Content(file_lines, wanted, key)
-    mine: int | None = None
     for other in choices:
         if other is top:
             continue
         if other.head > top.head or other.tail > top.tail or other.net < top.net:
             return None
         if (other.head, other.tail) != (top.head, top.tail):
+            if top.net > 0 and other.net > top.net and _keeps_as_many(other, top, content):
+                return None  # Both remove lines and keep as much: which lines is a guess.
             continue  # Its ends prove less.
-        if top.net > 0 or other.net == 0 or content.asked >= MAX_CONTENT:
+        if top.net > 0 or other.net == 0 or content.exhausted:
             return None
-        mine = content.changed(top) if mine is None else mine
-        if content.changed(other) < mine:
+        if not _keeps_as_much(top, other, content, len(wanted)):
+            return None
+        if content.changed(other) < content.changed(top):
             return None
     return top
+
+
+def _keeps_as_many(other: Choice, top: Choice, content: _Content) -> bool:
+    """Whether `other` keeps as many of the stretch's lines as `top` (unknown counts as yes)."""
+    if content.exhausted:
+        return True
+    return content.kept(other) >= content.kept(top)
+
+
+def _keeps_as_much(top: Choice, other: Choice, content: _Content, size: int) -> bool:
+    """Whether `top` keeps at least as many of the stretch's lines as `other` does (the file
+    has repeated code: another region may hold more of them, as a deletion reading)."""
+    if min(other.end - other.start + 1, size) <= content.kept(top):
+        return True  # `other` cannot keep more.
+    if content.exhausted:
+        return False
+    return content.kept(other) <= content.kept(top)

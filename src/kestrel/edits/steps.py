@@ -16,6 +16,7 @@ from kestrel.edits.errors import (
     FileMissing,
     MalformedEdit,
 )
+from kestrel.edits.indent import restyler
 from kestrel.edits.model import Create, Delete, Hunk, Move, Replace, Step, Update
 from kestrel.edits.report import ambiguous
 
@@ -145,7 +146,7 @@ def replace_text(text: str, step: Replace) -> str:
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
     count = text.count(old)
     if count == 1 or (count > 1 and step.replace_all):
-        return text.replace(old, new)
+        return text.replace(old, _in_file_style(text, old, new))
     if count > 1:
         starts = _substring_lines(text, old)
         raise ambiguous(step.path, starts, "exact", "old_str")
@@ -154,6 +155,23 @@ def replace_text(text: str, step: Replace) -> str:
         raise ambiguous(step.path, [], "exact", "old_str")
     doc, _, _ = apply_hunk(parse_doc(text), Hunk(old=old_lines, new=new_lines), step.path)
     return render_doc(doc)
+
+
+def _in_file_style(text: str, old: str, new: str) -> str:
+    """`new` with the indentation of its whole lines in the file's style where it contradicts
+    a consistent file (`kestrel.edits.indent.restyler`); a first line that starts mid-line
+    (where `old` does) is left as written."""
+    lines = new.split("\n")
+    restyle = restyler(text.split("\n"), lines[1:] if not _at_line_start(text, old) else lines)
+    if restyle is None:
+        return new
+    head = lines[0] if not _at_line_start(text, old) else restyle(lines[0])
+    return "\n".join([head, *(restyle(line) for line in lines[1:])])
+
+
+def _at_line_start(text: str, old: str) -> bool:
+    at = text.find(old)
+    return at == 0 or (at > 0 and text[at - 1] == "\n")
 
 
 def _substring_lines(text: str, needle: str) -> list[int]:
