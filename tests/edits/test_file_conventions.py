@@ -63,3 +63,19 @@ def test_an_exact_str_replace_writes_its_new_lines_in_the_files_style():
     assert after == "from m import (\n    a,\n    b,\n)\n"
     mid = {"command": "str_replace", "path": "f.py", "old_str": "a,", "new_str": "a,\tb,"}
     assert apply_edit({"f.py": text}, [mid], "str_replace")["f.py"] == text.replace("a,", "a,\tb,")
+
+
+def test_a_new_str_that_ends_with_a_newline_the_old_str_lacks_adds_a_line():
+    # Matched line by line (the old text has a blank line the file lacks), the newline that
+    # ends new_str must still leave an empty line, as a plain substring replace would.
+    text = "def f():\n    x = 1\n\n    pass\n"
+    call = {
+        "command": "str_replace",
+        "path": "a.py",
+        "old_str": "    x = 1\n\n\n    pass",
+        "new_str": "    x = 2\n    pass\n",
+    }
+    assert (
+        apply_edit({"a.py": text}, [call], "str_replace")["a.py"]
+        == "def f():\n    x = 2\n    pass\n\n"
+    )

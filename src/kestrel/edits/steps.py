@@ -190,7 +190,12 @@ def _as_lines(old: str, new: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     trail = min(len(old) - len(old.rstrip("\n")), len(new) - len(new.rstrip("\n")))
     if trail:
         old, new = old[:-trail], new[:-trail]
-    return tuple(split_edit_lines(old)), tuple(split_edit_lines(new))
+    new_lines = split_edit_lines(new)
+    if new.endswith("\n"):
+        # `old` ends mid-line, before the line's own newline; a newline `new` ends with comes
+        # before that one, so it ends a line of its own and an empty line follows.
+        new_lines.append("")
+    return tuple(split_edit_lines(old)), tuple(new_lines)
 
 
 def _rejection(total: int, applied: tuple[int, ...], failed: tuple[BlockFailure, ...]) -> EditError:
