@@ -57,7 +57,9 @@ def stretches(lines: Sequence[str], markers: Sequence[bool]) -> list[Stretch]:
     for stop in [*cuts, len(lines)]:
         body = [n for n in range(start, stop) if lines[n].strip()]
         if body:
-            first, last = body[0], body[-1]
+            # At the file's own top or end (no marker there) blank lines are part of the edit.
+            first = 0 if start == 0 else body[0]
+            last = len(lines) - 1 if stop == len(lines) else body[-1]
             out.append(
                 Stretch(
                     first=first,
@@ -91,13 +93,17 @@ def merge(doc: Doc, lines: Sequence[str], markers: Sequence[bool], path: str) ->
     lo = top if not parts[0].after_marker else 0
     hi = bottom if not parts[-1].before_marker else len(doc.lines) - 1
     solved = place_anchors(doc.lines, anchors, lo, hi, path)
+    # Pinned to the file's top (end), the edit replaces from its first (to its last) line,
+    # blank lines included.
+    first = 0 if not parts[0].after_marker else top
+    last = len(doc.lines) - 1 if not parts[-1].before_marker else bottom
     try:
-        return _only_result(doc, parts, anchors, owners, solved, (top, bottom), path)
+        return _only_result(doc, parts, anchors, owners, solved, (first, last), path)
     except Ambiguous:
-        placement = _settle(doc.lines, parts, anchors, owners, solved, (top, bottom))
+        placement = _settle(doc.lines, parts, anchors, owners, solved, (first, last))
         if placement is None:
             raise
-    return _land(doc, parts, owners, placement, solved.tier, (top, bottom), path)
+    return _land(doc, parts, owners, placement, solved.tier, (first, last), path)
 
 
 def _only_result(
