@@ -21,10 +21,10 @@ Between readings whose ends prove as much, the chosen one must also keep at leas
 the stretch's lines (where code repeats, a region above may hold more of them, read as a
 deletion of what lies between). Where the ends prove more but both readings remove lines and
 keep as many of the stretch's, which lines go is a guess, and the edit is refused.
-A reading under which the stretch changes nothing is never chosen over others: the model wrote
-the stretch to change something. Otherwise the edit stays ambiguous and is refused. Choosing
-between two readings that each remove lines the edit does not show would be a guess, so that
-never decides. The chosen pairs must still lie in the edit's order.
+A reading under which the stretch changes nothing is never chosen over one that removes lines:
+the model may have written the stretch to delete them. Otherwise the edit stays ambiguous and is
+refused. Choosing between two readings that each remove lines the edit does not show would be a
+guess, so that never decides. The chosen pairs must still lie in the edit's order.
 """
 
 from __future__ import annotations
@@ -122,8 +122,9 @@ def best_region(
         Choice(s, e, heads[s], tails[e], max(0, (e - s + 1) - len(wanted))) for s, e in pairs
     ]
     top = max(choices, key=lambda c: (c.head + c.tail, -c.net))
-    if [key(line) for line in file_lines[top.start : top.end + 1]] == list(wanted):
-        return None  # Read there the stretch changes nothing; another reading would.
+    unchanged = [key(line) for line in file_lines[top.start : top.end + 1]] == list(wanted)
+    if unchanged and any(c.net > 0 for c in choices):
+        return None  # Read there the stretch changes nothing; another reading removes lines.
     content = _Content(file_lines, wanted, key)
     for other in choices:
         if other is top:
