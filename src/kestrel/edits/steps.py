@@ -161,6 +161,8 @@ def _in_file_style(text: str, old: str, new: str) -> str:
     """`new` with the indentation of its whole lines in the file's style where it contradicts
     a consistent file (`kestrel.edits.indent.restyler`); a first line that starts mid-line
     (where `old` does) is left as written."""
+    if "\t" not in new and "\n\t" not in text and not text.startswith("\t"):
+        return new  # Spaces into a file not indented with tabs: nothing to convert.
     lines = new.split("\n")
     restyle = restyler(text.split("\n"), lines[1:] if not _at_line_start(text, old) else lines)
     if restyle is None:
