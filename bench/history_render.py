@@ -27,6 +27,7 @@ class Git:
         )
 
     def run(self, *args: str) -> str:
+        """A git command's output (empty when it fails)."""
         command = ["git", f"--git-dir={self.dir}", "--no-pager", *args]
         done = subprocess.run(command, capture_output=True, check=False)
         return done.stdout.decode("utf-8", "replace")
@@ -46,6 +47,7 @@ class Git:
             return None
 
     def close(self) -> None:
+        """End the blob reader."""
         if self._batch.stdin:
             self._batch.stdin.close()
         self._batch.wait()
@@ -81,6 +83,7 @@ def lines_of(text: str) -> list[str]:
 
 
 def join(lines: Sequence[str], eol: str = "\n") -> str:
+    """The text of `lines`, each ended by `eol`."""
     return "".join(line + eol for line in lines)
 
 
@@ -92,7 +95,7 @@ def parse_hunks(diff: str, before: Sequence[str]) -> list[Block] | None:
         if found:
             a, c = int(found.group(1)), int(found.group(3))
             out.append(Block(a - 1 if found.group(2) != "0" else a, c - 1, ()))
-        elif out and line[:1] in (" ", "-", "+") and not line.startswith(("--- ", "+++ ")):
+        elif out and line[:1] in (" ", "-", "+"):  # (the ---/+++ lines come before any hunk)
             last = out[-1]
             out[-1] = replace(last, ops=(*last.ops, (line[0], line[1:])))
     ok = all(list(before[b.start : b.end]) == b.old for b in out)
@@ -100,6 +103,7 @@ def parse_hunks(diff: str, before: Sequence[str]) -> list[Block] | None:
 
 
 def context(lines: Sequence[str]) -> list[Op]:
+    """`lines` as kept lines."""
     return [(" ", line) for line in lines]
 
 
@@ -152,15 +156,9 @@ def widen(before: Sequence[str], hunks: Sequence[Block]) -> list[Block]:
 
 def occurrences(lines: Sequence[str], needle: Sequence[str]) -> list[int]:
     """Where `needle` occurs in `lines` as whole lines."""
-    n = len(needle)
-    if not n:
-        return []
-    first = needle[0]
-    return [
-        i
-        for i in range(len(lines) - n + 1)
-        if lines[i] == first and list(lines[i : i + n]) == list(needle)
-    ]
+    n, want = len(needle), list(needle)
+    return [i for i in range(len(lines) - n + 1)
+            if n and lines[i] == want[0] and list(lines[i : i + n]) == want]  # fmt: skip
 
 
 def change_groups(blocks: Sequence[Block]) -> list[Block]:
