@@ -79,3 +79,16 @@ def test_a_new_str_that_ends_with_a_newline_the_old_str_lacks_adds_a_line():
         apply_edit({"a.py": text}, [call], "str_replace")["a.py"]
         == "def f():\n    x = 2\n    pass\n\n"
     )
+
+
+def test_a_search_text_that_copies_the_files_byte_order_mark_matches():
+    block = "m.py\n<<<<<<< SEARCH\n\ufeffimport os\n=======\nimport sys\n>>>>>>> REPLACE\n"
+    after = apply_edit({"m.py": "\ufeffimport os\nx = 1\n"}, block, "search_replace")
+    assert after["m.py"] == "\ufeffimport sys\nx = 1\n"
+
+
+def test_tabs_take_the_files_step_despite_a_hanging_indent():
+    text = "from m import (a, b)\n\n\ndef f():\n    x = g(1,\n          2)\n    return x\n"
+    block = sr("from m import (a, b)\n", "from m import (\n\ta, b, c\n)\n", "m.py")
+    after = apply_edit({"m.py": text}, block, "search_replace")["m.py"]
+    assert after.startswith("from m import (\n    a, b, c\n)\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import NoReturn
 
 from kestrel.edits.doc import Doc
@@ -34,6 +35,10 @@ def apply_hunk(
 
     `after`, for formats whose hunks are found in order (V4A), is where the previous hunk of
     the file ended: of several places, the only one at or below it is taken."""
+    if doc.bom and hunk.old and hunk.old[0].startswith("\ufeff"):
+        # The model copied the file's byte order mark; the lines hold the text without it.
+        new = (hunk.new[0].removeprefix("\ufeff"), *hunk.new[1:]) if hunk.new else ()
+        hunk = _without_bom(hunk, new)
     if not hunk.old:
         at = _insertion_point(doc, hunk, path, hint_shift)
         return _splice(doc, at, at, list(hunk.new), [doc.eol] * len(hunk.new)), at, 0
@@ -52,6 +57,14 @@ def apply_hunk(
             raise
         match = found.matches[0]
     return _land(doc, hunk, match, path), match.start, match.end - match.start
+
+
+def _without_bom(hunk: Hunk, new: tuple[str, ...]) -> Hunk:
+    old = (hunk.old[0].removeprefix("\ufeff"), *hunk.old[1:])
+    ops = hunk.ops
+    if ops is not None and ops:
+        ops = ((ops[0][0], ops[0][1].removeprefix("\ufeff")), *ops[1:])
+    return replace(hunk, old=old, new=new, ops=ops)
 
 
 def _raise(error: Exception) -> NoReturn:

@@ -98,12 +98,12 @@ def find_reindent(pairs: Sequence[tuple[str, str]]) -> Reindent | None:
 
 
 def _space_unit(widths: Sequence[int]) -> int | None:
-    """The indentation step of a space-indented file: 4, 2 or 8 when nearly every indented
-    line is a multiple of it (continuation lines may be aligned otherwise)."""
+    """The indentation step of a space-indented file: 4, then 2, when most indented lines are
+    a multiple of it (continuation lines aligned under a bracket are not)."""
     if not widths:
         return None
-    for unit in (4, 2, 8):
-        if sum(1 for w in widths if w % unit == 0) >= 0.9 * len(widths):
+    for unit in (4, 2):
+        if sum(1 for w in widths if w % unit == 0) > 0.5 * len(widths):
             return unit
     return None
 
