@@ -50,11 +50,11 @@ Not in the dev data, so chosen: the odds of shifts (dev: 2/4/-4/-8 as 47/36/21/2
 (uniform); udiff never drops an edge blank (dev: 1 of 28). Added so that a careful person accepts
 every case: an edit-side mistake whose old text, as plain text, is found twice or lands otherwise
 is dropped, as is (whitespace mistakes) one whose stripped lines are also elsewhere; an elision
-needs non-blank old-side lines around it and its nearest reading (fewest lines) to be the true
-one; a diff keeps blank runs touching changes no removed non-blank line pins (they fit on either
-side: the 8 dev cases the engine refuses); `file_side` skips lines `str.replace` moves blanks off
-and lines the block also adds; `ambiguous` skips all-blank runs; `no_match` takes another path's
-block, its stripped lines not in the file.
+needs non-blank old-side lines around it, all its readings (1-60 lines) to start at one place,
+the fewest lines to be the true ones; a diff keeps blank runs next to blank or unpinned changes
+(the blank could go with them: the 8 dev cases the engine refuses, and more); `file_side` skips
+lines `str.replace` moves blanks off and lines the block also adds; `ambiguous` skips all-blank
+runs; `no_match` takes another path's block whose stripped lines are not in the file.
 """
 
 from __future__ import annotations

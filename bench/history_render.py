@@ -289,14 +289,16 @@ def elide(
 
 
 def nearest_gap(lines: Sequence[str], prefix: Sequence[str], suffix: Sequence[str]) -> list[int]:
-    """The gaps (1-60 lines) of the readings of prefix, gap, suffix in `lines` with the fewest."""
+    """The gaps (1-60 lines) of the readings of prefix, gap, suffix in `lines` with the fewest,
+    or none when readings start at two places."""
     readings = [
-        gap
+        (at, gap)
         for at in occurrences(lines, prefix)
         for gap in range(1, 61)
         if list(lines[at + len(prefix) + gap : at + len(prefix) + gap + len(suffix)]) == suffix
     ]
-    return [gap for gap in readings if gap == min(readings)]
+    least = min((gap for _, gap in readings), default=0)
+    return [] if len({at for at, _ in readings}) > 1 else [g for _, g in readings if g == least]
 
 
 def blank_added(block: Block, rng: random.Random, old_only: bool) -> Block | None:
@@ -342,8 +344,8 @@ def blank_missing(
 
 def _blanks_meet_added(ops: Sequence[Op], n: int) -> bool:
     """Whether the run of kept blank lines around `ops[n]` touches changes on both sides, or a
-    change that starts at it with a blank line or has no removed non-blank line to pin it: the
-    missing blank could then be meant to go, or the new lines go on either side of the run."""
+    change whose line or removed line next to it is blank, or with no removed non-blank line to
+    pin it: the missing blank could then be meant to go, or new lines go on either side of it."""
     low, high = n, n
     while low > 0 and ops[low - 1] == (" ", ""):
         low -= 1
@@ -355,8 +357,8 @@ def _blanks_meet_added(ops: Sequence[Op], n: int) -> bool:
         while 0 <= at < len(ops) and ops[at][0] != " ":
             group.append(ops[at])
             at += step
-        pinned = any(tag == "-" and text for tag, text in group)
-        if group and (not pinned or not group[0][1]):
+        removed = [text for tag, text in group if tag == "-"]  # nearest to the run first
+        if group and (not any(removed) or not removed[0] or not group[0][1]):
             return True
         touched += bool(group)
     return touched == 2
