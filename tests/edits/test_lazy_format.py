@@ -293,3 +293,24 @@ def test_repeated_blocks_leave_which_lines_go_unproven():
     )
     with pytest.raises(Ambiguous, match="matches 2 places"):
         lazy(edit, {"m.py": text})
+
+
+def test_a_twin_block_with_context_at_both_ends_is_refused_not_outvoted():
+    # The edit rewrites the second block (quotes, a new line). The first block, untouched,
+    # matches more of the edit's tail, but the second has three lines of context at both ends
+    # too: both are real candidates, so the edit is refused rather than landed on the first.
+    def block(name: str, q: str) -> str:
+        return (
+            f"def test_{name}():\n    cfg = Config()\n    for s in items:\n        # Multiline\n"
+            f"        a = {name}(\n            f{q}{{s}}{q},\n            {q}x{q},\n"
+            "        )\n        b = 1\n        assert a\n\n\n"
+        )
+
+    text = block("Google", "'") + block("Numpy", '"')
+    edit = (
+        "# ... existing code ...\n    cfg = Config()\n    for s in items:\n        # Multiline\n"
+        "        u = 1\n        a = Numpy(\n            f'{s}',\n            'x',\n"
+        "        )\n        b = 1\n        assert a\n# ... existing code ...\n"
+    )
+    with pytest.raises(Ambiguous):
+        lazy(edit, {"m.py": text})

@@ -10,7 +10,8 @@ file lines disappear without the edit showing a line in their place).
 
 A reading is chosen only when it beats every other:
 
-- its ends prove more (head and tail no shorter, one longer) and it removes no more; or
+- its ends prove more (head and tail no shorter, one longer) and it removes no more, and the
+  other's ends are not strong themselves (`STRONG` lines at both ends: a twin block); or
 - its ends prove as much, it removes nothing while the other removes lines, and its content
   agrees: over the longest run of lines the stretch and the region have in common, it changes
   no more lines than the other reading (`changed`). Where the content disagrees (the new code
@@ -35,6 +36,9 @@ from dataclasses import dataclass
 
 MAX_PAIRS = 4096
 """Most (start, end) pairs compared for one stretch before it counts as ambiguous."""
+STRONG = 3
+"""Lines of matching context at both ends that make a reading a real candidate, however much
+more another reading's ends prove (a twin block, as tests repeat)."""
 MAX_CONTENT = 64
 """Most readings whose content is compared with the chosen one's."""
 
@@ -132,6 +136,8 @@ def best_region(
         if other.head > top.head or other.tail > top.tail or other.net < top.net:
             return None
         if (other.head, other.tail) != (top.head, top.tail):
+            if min(other.head, other.tail) >= min(STRONG, len(wanted) // 2):
+                return None  # Its ends prove it too: a twin of the region (repeated code).
             if top.net > 0 and other.net > top.net and _keeps_as_many(other, top, content):
                 return None  # Both remove lines and keep as much: which lines is a guess.
             continue  # Its ends prove less.
