@@ -92,3 +92,16 @@ def test_tabs_take_the_files_step_despite_a_hanging_indent():
     block = sr("from m import (a, b)\n", "from m import (\n\ta, b, c\n)\n", "m.py")
     after = apply_edit({"m.py": text}, block, "search_replace")["m.py"]
     assert after.startswith("from m import (\n    a, b, c\n)\n")
+
+
+def test_an_old_str_that_takes_a_newline_its_new_str_leaves_out_joins_the_next_line():
+    # As a substring replace would: with trailing spaces tolerated, the line after the match
+    # joins the last new line (here a blank one, so the file loses it).
+    call = {
+        "command": "str_replace",
+        "path": "m.py",
+        "old_str": "def f():  \n    return 1\n",
+        "new_str": "def f():\n    return 1",
+    }
+    after = apply_edit({"m.py": "def f():\n    return 1\n\n"}, [call], "str_replace")
+    assert after["m.py"] == "def f():\n    return 1\n"

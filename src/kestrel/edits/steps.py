@@ -153,8 +153,28 @@ def replace_text(text: str, step: Replace) -> str:
     old_lines, new_lines = _as_lines(step.old, step.new)
     if not old_lines:
         raise ambiguous(step.path, [], "exact", "old_str")
-    doc, _, _ = apply_hunk(parse_doc(text), Hunk(old=old_lines, new=new_lines), step.path)
+    doc, start, _ = apply_hunk(parse_doc(text), Hunk(old=old_lines, new=new_lines), step.path)
+    if new_lines and _ends_mid_line(step.old, step.new):
+        doc = _join_next(doc, start + len(new_lines) - 1)
     return render_doc(doc)
+
+
+def _ends_mid_line(old: str, new: str) -> bool:
+    """Whether `old` takes a line's newline that `new` does not give back, as a substring
+    replace would: the line after the match then joins the last new line."""
+    trail = min(len(old) - len(old.rstrip("\n")), len(new) - len(new.rstrip("\n")))
+    return old[: len(old) - trail].endswith("\n") and not new[: len(new) - trail].endswith("\n")
+
+
+def _join_next(doc: Doc, at: int) -> Doc:
+    """`doc` with line `at + 1` joined onto line `at` (at the end: line `at` loses its newline)."""
+    lines, eols = list(doc.lines), list(doc.eols)
+    if at + 1 < len(lines):
+        lines[at : at + 2] = [lines[at] + lines[at + 1]]
+        eols[at : at + 2] = [eols[at + 1]]
+    elif 0 <= at < len(lines):
+        eols[at] = ""
+    return replace(doc, lines=tuple(lines), eols=tuple(eols))
 
 
 def _in_file_style(text: str, old: str, new: str) -> str:
