@@ -239,7 +239,7 @@ class EditFile:
             raise ToolFailed("old_str and new_str are the same; the edit would change nothing")
         path = resolve_path(ctx.root, a.path)
         shown = display_path(ctx.root, path)
-        before = await asyncio.to_thread(_read_for_edit, path, shown)
+        before = await asyncio.to_thread(read_for_edit, path, shown)
         check_fresh(ctx, shown, before)
         text = before.decode("utf-8")
         call: dict[str, object] = {"command": "str_replace", "path": shown}
@@ -305,16 +305,15 @@ def _edit_refusal(error: EditError, shown: str, old: str) -> str:
     )
 
 
-def _read_for_edit(path: Path, shown: str) -> bytes:
+def read_for_edit(path: Path, shown: str, tool: str = "edit_file") -> bytes:
+    """The bytes of an existing text file an edit tool changes, or the refusal saying why not."""
     if path.is_dir():
         raise ToolFailed(f"{shown} is a directory, not a file")
     data = read_bytes_if_file(path)
     if data is None:
         raise ToolFailed(f"{shown} does not exist; use write_file to create it")
     if looks_binary(data):
-        raise ToolFailed(
-            f"{shown} is a binary file ({len(data):,} bytes); edit_file only edits text"
-        )
+        raise ToolFailed(f"{shown} is a binary file ({len(data):,} bytes); {tool} only edits text")
     return data
 
 

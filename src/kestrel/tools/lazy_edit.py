@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,11 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from kestrel.edits import EditError, apply_edit
 from kestrel.edits.syntax import new_syntax_errors
 from kestrel.tools.base import ToolContext, ToolFailed, ToolKind, ToolOutcome
-from kestrel.tools.files import EDIT_DIFF_LINES, check_fresh, commit_write, planned_diff
+from kestrel.tools.files import (
+    EDIT_DIFF_LINES,
+    check_fresh,
+    commit_write,
+    planned_diff,
+    read_for_edit,
+)
 from kestrel.tools.paths import (
     display_path,
-    looks_binary,
-    read_bytes_if_file,
     resolve_path,
     unified_diff,
 )
@@ -53,7 +56,7 @@ class LazyEdit:
         a = LazyEditArgs.model_validate(args)
         path = resolve_path(ctx.root, a.path)
         shown = display_path(ctx.root, path)
-        before = await asyncio.to_thread(_read_existing, path, shown)
+        before = await asyncio.to_thread(read_for_edit, path, shown, "lazy_edit")
         check_fresh(ctx, shown, before)
         text = before.decode("utf-8")
         try:
@@ -69,14 +72,3 @@ class LazyEdit:
         note = new_syntax_errors(shown, text, new)
         summary = f"Edited {shown}: merged the lazy edit."
         return ToolOutcome(content="\n\n".join(p for p in (summary, snippet, note) if p))
-
-
-def _read_existing(path: Path, shown: str) -> bytes:
-    if path.is_dir():
-        raise ToolFailed(f"{shown} is a directory, not a file")
-    data = read_bytes_if_file(path)
-    if data is None:
-        raise ToolFailed(f"{shown} does not exist; use write_file to create it")
-    if looks_binary(data):
-        raise ToolFailed(f"{shown} is a binary file ({len(data):,} bytes); lazy_edit edits text")
-    return data
