@@ -63,6 +63,7 @@ from typing import IO, Any
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import index_path_for
+from kestrel.context.learned import default_ranker
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.tools import Grep, PlannedWrite, ToolContext
 from kestrel.tools.grep_output import GREP_OUTPUT_FLAGS
@@ -363,7 +364,7 @@ def cold_child(root: Path, cache: Path) -> None:
     # The embedding model is distilled once per machine, in the user's cache, before timing.
     embedder = default_embedder()
     started = time.perf_counter()
-    engine = ContextEngine.open(root, cache, embedder=embedder)
+    engine = ContextEngine.open(root, cache, embedder=embedder, ranker=default_ranker())
     report = engine.refresh(progress)
     took = time.perf_counter() - started
     workers = engine.workers
@@ -424,7 +425,9 @@ def open_warm(root: Path, cache: Path) -> tuple[ContextEngine, dict[str, Any]]:
     """Reopen the persisted index and bring it up to date; the load and refresh times."""
     existed = index_path_for(root, cache).is_file()
     embedder = default_embedder()
-    load_s, engine = timed(lambda: ContextEngine.open(root, cache, embedder=embedder))
+    load_s, engine = timed(
+        lambda: ContextEngine.open(root, cache, embedder=embedder, ranker=default_ranker())
+    )
     first_s, report = timed(engine.refresh)
     nothing = [timed(engine.refresh)[0] for _ in range(5)]
     figures = {

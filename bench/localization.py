@@ -37,8 +37,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
+from kestrel.context.learned import default_ranker
 from kestrel.context.rank import Weights
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +82,7 @@ def checkout(bare: Path, tree: Path, commit: str) -> None:
     if missing:
         export_tree(bare, tree, commit, set(missing))
         return
-    if not (tree / ".git").exists():
+    if not (tree / ".git").is_file():  # a worktree has a .git file; an exported tree a folder
         if tree.exists():
             shutil.rmtree(tree)
         git("--git-dir", str(bare), "worktree", "prune")
@@ -167,6 +170,12 @@ def main() -> None:
     parser.add_argument(
         "--grid", type=Path, default=None, help="JSON of named weight sets to rank with as well"
     )
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="write every task's candidate files' ranker features and labels here (.npz)",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
@@ -193,13 +202,17 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     engines: dict[str, ContextEngine] = {}
     embedder = default_embedder()  # None with KESTREL_EMBEDDER=none or without the model
+    dumped: list[tuple[np.ndarray, np.ndarray]] = []
+    dumped_paths: list[str] = []
     for n, row in enumerate(rows, 1):
         repo = row["repo"]
         tree = args.work / "trees" / repo.replace("/", "__")
         checkout(bare_clone(repo, sources, args.mirrors, args.work), tree, row["base_commit"])
         engine = engines.get(repo)
         if engine is None:
-            engine = engines[repo] = ContextEngine.open(tree, cache, embedder=embedder)
+            engine = engines[repo] = ContextEngine.open(
+                tree, cache, embedder=embedder, ranker=default_ranker()
+            )
         engine.weights = weights
         report = engine.refresh()
         engine.search(row["problem_statement"], k=10)  # warm caches; the next one is timed
@@ -207,6 +220,10 @@ def main() -> None:
         files = [hit.path for hit in result.files]
         functions = [f"{s.path}::{s.qualname}" for s in result.symbols]
         scored = score(row, files, functions)
+        if args.dump:
+            paths, features = engine.file_features(row["problem_statement"])
+            dumped.append((features, np.array([p == row["gold_files"][0] for p in paths])))
+            dumped_paths.extend(paths)
         results.append(
             {
                 "instance_id": row["instance_id"],
@@ -249,6 +266,14 @@ def main() -> None:
         summarize(rows_graded, timings=False)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.dump:
+        np.savez_compressed(
+            args.dump,
+            rows=np.vstack([rows for rows, _ in dumped]),
+            labels=np.concatenate([labels for _, labels in dumped]).astype(np.int8),
+            sizes=np.array([len(labels) for _, labels in dumped]),
+            paths=np.array(dumped_paths),
+        )
 
 
 def load_grid(path: Path | None, base: Weights) -> dict[str, Weights]:

@@ -31,6 +31,7 @@ from kestrel.app_store import store_output as store_output
 from kestrel.app_store import version as version
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
+from kestrel.context.learned import default_ranker
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 from kestrel.models.base import Provider
 from kestrel.models.endpoint import EndpointChoices
@@ -349,7 +350,7 @@ def has_uncommitted_work(root: Path) -> bool:
 
 def _open_index(root: Path) -> ContextEngine:
     """The context engine for a workspace, its index in the user's cache directory."""
-    return ContextEngine.open(root, embedder=default_embedder())
+    return ContextEngine.open(root, embedder=default_embedder(), ranker=default_ranker())
 
 
 def _user_config_dir() -> Path:

@@ -18,6 +18,7 @@ from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import default_cache_dir, index_path_for
+from kestrel.context.learned import default_ranker
 from kestrel.context.model import IndexReport, SearchResult
 from kestrel.protocol.oserrors import error_text
 from kestrel.tools.code import repository_map
@@ -168,7 +169,9 @@ def _engine(root: Path) -> Iterator[ContextEngine]:
     with _progress_bar("preparing the embedding model (once)", min_total=0) as progress:
         embedder = default_embedder(progress=progress)
     try:
-        engine = ContextEngine.open(root, default_cache_dir(), embedder=embedder)
+        engine = ContextEngine.open(
+            root, default_cache_dir(), embedder=embedder, ranker=default_ranker()
+        )
     except (OSError, sqlite3.Error) as exc:
         index = index_path_for(root, default_cache_dir())
         _fail(f"cannot open the index at {index}: {error_text(exc)}", EXIT_ERROR)

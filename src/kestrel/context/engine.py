@@ -13,8 +13,11 @@ from typing import NamedTuple
 import numpy as np
 
 from kestrel.context.embed import Embedder
+from kestrel.context.features import CANDIDATES, Evidence, FileFacts, file_rows
+from kestrel.context.history import History, head_of, read_history
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
 from kestrel.context.inventory import Entry, classify, list_files
+from kestrel.context.learned import LearnedRanker
 from kestrel.context.lexical import Bm25Index, ScoreArray
 from kestrel.context.loading import SnapshotWriter, load_index
 from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
@@ -52,6 +55,16 @@ BACKGROUND_MIN_FILES = 100
 REBUILD_MIN_FILES = 2000
 """While a bulk read runs, the postings are rebuilt each time this many files (or as many as
 they hold, if more) have been read, so that a first index answers with what it has so far."""
+
+
+class _Found(NamedTuple):
+    """What one query found in the index."""
+
+    evidence: Evidence
+    chunk_hits: list[tuple[str, str, float]]
+    chunk_norm: float
+    ident_symbols: dict[tuple[str, str], float]
+    semantic_symbols: dict[tuple[str, str], float]
 
 
 class _Scored(NamedTuple):
@@ -96,9 +109,14 @@ class ContextEngine:
         weights: Weights | None = None,
         embedder: Embedder | None = None,
         workers: int | None = None,
+        ranker: LearnedRanker | None = None,
     ) -> None:
         self.root = root
         self.weights = weights or Weights()
+        self.ranker = ranker
+        """Reorders the best hand-fused files when set (`kestrel.context.learned`)."""
+        self.history: History | None = None
+        """The git history of the files, read on refresh when a ranker wants it."""
         self.workers = index_workers() if workers is None else workers
         """Worker processes for big reads; 0 reads every file in the engine's own thread."""
         self._store = store
@@ -141,6 +159,7 @@ class ContextEngine:
         persist: bool = True,
         embedder: Embedder | None = None,
         workers: int | None = None,
+        ranker: LearnedRanker | None = None,
     ) -> ContextEngine:
         """The engine for `root`, its index kept under `cache_dir` (or in memory).
 
@@ -151,7 +170,7 @@ class ContextEngine:
         path = index_path_for(root, cache_dir or default_cache_dir()) if persist else None
         name = None if embedder is None else embedder.name
         store = IndexStore(path, embedder=name)
-        return cls(root, store, embedder=embedder, workers=workers)
+        return cls(root, store, embedder=embedder, workers=workers, ranker=ranker)
 
     def close(self) -> None:
         """Stop any background read, stop watching and close the index file."""
@@ -213,6 +232,8 @@ class ContextEngine:
         A refresh that waits first waits for a background read still running.
         """
         started = time.perf_counter()
+        if self.ranker is not None:
+            self._read_history()
         job = self._job
         if job is not None:
             if not wait:
@@ -240,6 +261,14 @@ class ContextEngine:
             self._drop_all(removed)
             self._start_job(todo)
             return self._report(started, added, 0, len(removed), pending=len(self._pending))
+
+    def _read_history(self) -> None:
+        """Read the history again when HEAD moved (one `git rev-parse` when it did not)."""
+        head = head_of(self.root)
+        if head is None:
+            self.history = None
+        elif self.history is None or self.history.head != head:
+            self.history = read_history(self.root, head)
 
     def refresh_paths(self, paths: Iterable[str]) -> int:
         """Re-check named files (after an edit, or a watcher event); returns how many changed."""
@@ -607,61 +636,32 @@ class ContextEngine:
     def _rank(
         self, query: TaskQuery, k: int, per_file: int
     ) -> tuple[tuple[FileHit, ...], tuple[SymbolHit, ...]]:
-        qvec: dict[int, float] = {}
-        for term, count in query.terms.items():
-            term_id = self._vocab.get(term)
-            if term_id is not None:
-                qvec[term_id] = 1.0 + math.log(count)
         w = self.weights
-        post = self._post
-        signals = Signals()
-        file_scores = post.files.scores(qvec)
-        signals.lexical_file = normalised(_top(post.files, file_scores, 500))
-        chunk_scores = post.chunks.scores(qvec)
-        chunk_top = _top(post.chunks, chunk_scores, _CHUNK_POOL)
-        best_chunk: dict[str, float] = {}
-        chunk_norm = max(chunk_top.values(), default=0.0) or 1.0
-        chunk_hits: list[tuple[str, str, float]] = []
-        for key, score in chunk_top.items():
-            path, _, index = key.partition(CHUNK_SEP)
-            if score > best_chunk.get(path, 0.0):
-                best_chunk[path] = score
-            chunk_hits.append((path, index, score))
-        signals.lexical_chunk = normalised(best_chunk)
-        semantic_symbols: dict[tuple[str, str], float] = {}
-        signals.semantic = self._semantic(query, semantic_symbols)
-        signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
-        # Held postings only: a file not yet read has none, a pending one has old ones.
-        held = post.held
-        signals.mention = mention_scores(query, self._path_index)
-        fused = fuse(signals, query, w, self._kinds)
-        ranked = sorted(
-            ((p, s) for p, s in fused.items() if p in held and p not in self._pending),
-            key=lambda kv: (-kv[1], kv[0]),
-        )
-        top_file = ranked[0][1] if ranked else 1.0
-        file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
+        found = self._gather(query)
+        held = self._post.held
+        chunk_hits = found.chunk_hits
+        ranked, file_share = self._order_files(found, query)
         # Definitions are looked up only in files that can still be served.
         symbol_scores: dict[tuple[str, str], float] = {}
-        found: dict[tuple[str, str], Symbol] = {}
         prefetch_definitions(
             (held[path], int(index)) for path, index, _ in chunk_hits if path in file_share
         )
+        defined: dict[tuple[str, str], Symbol] = {}
         for path, index, score in chunk_hits:
             if path not in file_share:
                 continue
             symbol = self._symbol(path, int(index))
             if symbol is not None:
-                symbol_scores[(path, symbol.qualname)] = score / chunk_norm
-                found.setdefault((path, symbol.qualname), symbol)
-        for named, bonus in (*ident_symbols.items(), *semantic_symbols.items()):
+                symbol_scores[(path, symbol.qualname)] = score / found.chunk_norm
+                defined.setdefault((path, symbol.qualname), symbol)
+        for named, bonus in (*found.ident_symbols.items(), *found.semantic_symbols.items()):
             symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
         # Score every candidate definition, but build hits only for the ones served.
         scored: list[_Scored] = []
         for (path, qualname), score in symbol_scores.items():
             if path not in file_share:
                 continue
-            symbol = found.get((path, qualname)) or self._named_symbol(path, qualname)
+            symbol = defined.get((path, qualname)) or self._named_symbol(path, qualname)
             if symbol is None:
                 continue
             share = file_share[path]
@@ -693,6 +693,100 @@ class ContextEngine:
             for path, score in ranked[:k]
         )
         return hits, tuple(overall)
+
+    def _gather(self, query: TaskQuery) -> _Found:
+        """Every signal the task gives, per file, and the matching definition chunks."""
+        qvec: dict[int, float] = {}
+        for term, count in query.terms.items():
+            term_id = self._vocab.get(term)
+            if term_id is not None:
+                qvec[term_id] = 1.0 + math.log(count)
+        post = self._post
+        signals = Signals()
+        file_scores = post.files.scores(qvec)
+        signals.lexical_file = normalised(_top(post.files, file_scores, 500))
+        chunk_top = _top(post.chunks, post.chunks.scores(qvec), _CHUNK_POOL)
+        best_chunk: dict[str, float] = {}
+        hits_per_file: dict[str, int] = {}
+        chunk_hits: list[tuple[str, str, float]] = []
+        for key, score in chunk_top.items():
+            path, _, index = key.partition(CHUNK_SEP)
+            if score > best_chunk.get(path, 0.0):
+                best_chunk[path] = score
+            hits_per_file[path] = hits_per_file.get(path, 0) + 1
+            chunk_hits.append((path, index, score))
+        signals.lexical_chunk = normalised(best_chunk)
+        semantic_symbols: dict[tuple[str, str], float] = {}
+        signals.semantic = self._semantic(query, semantic_symbols)
+        signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
+        signals.mention = mention_scores(query, self._path_index)
+        names: dict[str, int] = {}
+        for path, _ in ident_symbols:
+            names[path] = names.get(path, 0) + 1
+        return _Found(
+            Evidence(signals, hits_per_file, names),
+            chunk_hits,
+            max(chunk_top.values(), default=0.0) or 1.0,
+            ident_symbols,
+            semantic_symbols,
+        )
+
+    def _order_files(
+        self, found: _Found, query: TaskQuery
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """Files best first with their scores, and the best 200's share of the top score."""
+        fused = fuse(found.evidence.signals, query, self.weights, self._kinds)
+        held = self._post.held
+        ranked = sorted(
+            ((p, s) for p, s in fused.items() if p in held and p not in self._pending),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
+        if self.ranker is not None and ranked:
+            ranked = self._rerank(ranked, found.evidence, fused, query)
+        top_file = ranked[0][1] if ranked else 1.0
+        file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
+        return ranked, file_share
+
+    def _rerank(
+        self,
+        ranked: list[tuple[str, float]],
+        evidence: Evidence,
+        fused: dict[str, float],
+        query: TaskQuery,
+    ) -> list[tuple[str, float]]:
+        """The learned model's order of the best candidates, scores as softmax shares."""
+        assert self.ranker is not None
+        head = [p for p, _ in ranked[:CANDIDATES]]
+        rows = file_rows(head, evidence, fused, query, self._facts(head), self.history)
+        learned = self.ranker.score(rows)
+        shares = np.exp(learned - learned.max())
+        order = sorted(zip(head, shares.tolist(), strict=True), key=lambda kv: (-kv[1], kv[0]))
+        floor = order[-1][1]
+        rest = ranked[CANDIDATES:]
+        last = ranked[CANDIDATES - 1][1] if rest and ranked[CANDIDATES - 1][1] > 0 else 1.0
+        return order + [(p, floor * min(1.0, s / last) * 0.5) for p, s in rest]
+
+    def _facts(self, paths: Sequence[str]) -> dict[str, FileFacts]:
+        held = self._post.held
+        records = [held[p] for p in paths if p in held]
+        return {r.path: FileFacts(r.size, r.chunk_count, r.kind) for r in records}
+
+    def file_features(self, text: str) -> tuple[list[str], np.ndarray]:
+        """The candidate files the learned ranker would reorder and their feature rows."""
+        self._read_history()
+        with self._lock:
+            self.catch_up()
+            query = parse_query(text)
+            found = self._gather(query)
+            fused = fuse(found.evidence.signals, query, self.weights, self._kinds)
+            held = self._post.held
+            ranked = sorted(
+                ((p, s) for p, s in fused.items() if p in held and p not in self._pending),
+                key=lambda kv: (-kv[1], kv[0]),
+            )
+            head = [p for p, _ in ranked[:CANDIDATES]]
+            facts = self._facts(head)
+            return head, file_rows(head, found.evidence, fused, query, facts, self.history)
 
     def _named_symbol(self, path: str, qualname: str) -> Symbol | None:
         record = self._post.held.get(path)

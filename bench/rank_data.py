@@ -1,0 +1,232 @@
+"""Training data for the learned ranker, mined from public repositories' histories.
+
+    python bench/rank_data.py --mirrors DIR [--repos owner/name,...] [--bases 4] [--window 150]
+                              [--work DIR] [--out DIR]
+
+Each task is one change on a repository's first-parent history (a pull request's merge or a
+squashed commit): its message is the query, and the source files it modified are the answer.
+The repository is checked out at a base commit a little before the change (one base serves the
+next `--window` changes, so one index answers them all) and the context engine ranks its files
+for the message; every candidate's feature row and label go to `OUT/<repo>@<base>.npz`, and the
+tasks themselves to `OUT/tasks.jsonl`.
+
+What is kept: changes that modify one to three existing non-test, non-doc Python files, whose
+message (trailers, issue references and merge boilerplate removed) has at least 8 words, and is
+not a release, version bump, revert or automated update. The repositories are chosen so that
+no task of the localization benchmark comes from them (`BENCHMARK_REPOS` are refused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kestrel.context.engine import ContextEngine
+from kestrel.context.rank import is_doc_path, is_test_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from localization import checkout
+
+REPO = Path(__file__).resolve().parent.parent
+TRAINING_REPOS = (
+    "sqlalchemy/sqlalchemy",
+    "networkx/networkx",
+    "python/mypy",
+    "pypa/pip",
+    "ipython/ipython",
+    "encode/django-rest-framework",
+    "pallets/werkzeug",
+    "dask/dask",
+    "HypothesisWorks/hypothesis",
+    "scrapy/scrapy",
+    "statsmodels/statsmodels",
+    "bokeh/bokeh",
+)
+BENCHMARK_REPOS = frozenset(
+    {
+        "django/django",
+        "sympy/sympy",
+        "scikit-learn/scikit-learn",
+        "matplotlib/matplotlib",
+        "sphinx-doc/sphinx",
+        "pytest-dev/pytest",
+        "astropy/astropy",
+        "pydata/xarray",
+        "pylint-dev/pylint",
+        "psf/requests",
+        "mwaskom/seaborn",
+        "pallets/flask",
+    }
+)
+"""Every repository SWE-bench draws tasks from: never trained on."""
+
+_TRAILER = re.compile(r"^[A-Za-z][\w-]*(-by|-authored-by)?:\s", re.IGNORECASE)
+_MERGE = re.compile(r"^Merge (pull request|branch|remote-tracking branch) .*$")
+_ISSUE_REF = re.compile(r"\s*\((?:gh-|GH-|#)\d+\)|\[(?:skip ci|ci skip)\]", re.IGNORECASE)
+_SKIP = re.compile(
+    r"^(bump|release|prepare|version|revert|update (changelog|version|copyright)|\[pre-commit|"
+    r"pre-commit|auto|changelog|docs?:|typo|lint|style|format|merge)\b",
+    re.IGNORECASE,
+)
+
+
+def git(bare: Path, *args: str) -> str:
+    """A git command on the bare mirror, failing loudly."""
+    done = subprocess.run(
+        ["git", "--git-dir", str(bare), *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def clean_message(message: str) -> str:
+    """The words of a change's message that say what it is about."""
+    lines = [line for line in message.strip().splitlines() if not _TRAILER.match(line)]
+    if lines and _MERGE.match(lines[0]):
+        lines = lines[1:]
+    text = "\n".join(lines).strip()
+    return _ISSUE_REF.sub("", text).strip()
+
+
+def changes(bare: Path, base: str, limit: int) -> list[dict[str, Any]]:
+    """The next `limit` first-parent changes after `base`: id, message, modified files."""
+    out = git(
+        bare,
+        "log",
+        "--first-parent",
+        "--reverse",
+        "--diff-merges=first-parent",
+        "--name-status",
+        "--no-renames",
+        "--format=%x00%H%x01%B%x02",
+        f"{base}..HEAD",
+    )
+    found: list[dict[str, Any]] = []
+    for record in out.split("\0")[1:]:
+        head, _, files = record.partition("\x02")
+        sha, _, message = head.partition("\x01")
+        modified = [
+            line.split("\t", 1)[1] for line in files.strip().splitlines() if line.startswith("M\t")
+        ]
+        touched = [line for line in files.strip().splitlines() if line.strip()]
+        found.append({"commit": sha, "message": message, "modified": modified, "touched": touched})
+        if len(found) >= limit:
+            break
+    return found
+
+
+def keep(change: dict[str, Any], present: set[str]) -> dict[str, Any] | None:
+    """The task a change makes, or None when it is not a good one."""
+    query = clean_message(change["message"])
+    if len(query.split()) < 8 or _SKIP.match(query):
+        return None
+    source = [
+        p
+        for p in change["modified"]
+        if p.endswith(".py") and not is_test_path(p) and not is_doc_path(p)
+    ]
+    added_source = [
+        line
+        for line in change["touched"]
+        if line.startswith("A\t") and line.endswith(".py") and not is_test_path(line[2:])
+    ]
+    if not 1 <= len(source) <= 3 or added_source or not all(p in present for p in source):
+        return None
+    return {"commit": change["commit"], "query": query, "gold": source}
+
+
+def mine(
+    repo: str, bare: Path, work: Path, out: Path, bases: int, window: int
+) -> list[dict[str, Any]]:
+    """Tasks of one repository, with their candidates' features written beside them."""
+    history = git(bare, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    # Bases spread over the newer half of the history, each leaving `window` changes after it.
+    span = len(history) - window - 1
+    picks = [history[int(span * (0.5 + 0.5 * i / max(bases - 1, 1)))] for i in range(bases)]
+    tasks: list[dict[str, Any]] = []
+    tree = work / "trees" / repo.replace("/", "__")
+    engine: ContextEngine | None = None
+    for base in picks:
+        present = set(git(bare, "ls-tree", "-r", "--name-only", base).split("\n"))
+        kept = [t for c in changes(bare, base, window) if (t := keep(c, present)) is not None]
+        if not kept:
+            continue
+        checkout(bare, tree, base)
+        if engine is None:
+            engine = ContextEngine.open(tree, work / "index-cache", workers=0)
+        report = engine.refresh()
+        rows: list[np.ndarray] = []
+        labels: list[np.ndarray] = []
+        sizes: list[int] = []
+        names: list[str] = []
+        for task in kept:
+            paths, features = engine.file_features(task["query"])
+            gold = set(task["gold"])
+            rows.append(features)
+            labels.append(np.array([p in gold for p in paths], dtype=np.int8))
+            sizes.append(len(paths))
+            names.extend(paths)
+            task.update(repo=repo, base=base, found=int(labels[-1].sum()))
+        name = f"{repo.replace('/', '__')}@{base[:12]}.npz"
+        np.savez_compressed(
+            out / name,
+            rows=np.vstack(rows),
+            labels=np.concatenate(labels),
+            sizes=np.array(sizes),
+            paths=np.array(names),
+        )
+        hit = sum(1 for t in kept if t["found"])
+        print(
+            f"{repo}@{base[:10]}: {len(kept)} tasks, {hit} with an answer among the candidates"
+            f" ({report.files_total} files, index {report.took_s:.1f}s)",
+            flush=True,
+        )
+        tasks.extend(kept)
+    if engine is not None:
+        engine.close()
+    return tasks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mirrors", type=Path, required=True, help="holds owner+name/repo")
+    parser.add_argument("--repos", default=",".join(TRAINING_REPOS))
+    parser.add_argument("--bases", type=int, default=4)
+    parser.add_argument("--window", type=int, default=150)
+    parser.add_argument(
+        "--work", type=Path, default=Path.home() / ".cache" / "kestrel-bench" / "rank-data"
+    )
+    parser.add_argument("--out", type=Path, default=REPO / "bench-results" / "rank-data")
+    args = parser.parse_args()
+    repos = [r for r in args.repos.split(",") if r]
+    refused = sorted(set(repos) & BENCHMARK_REPOS)
+    if refused:
+        raise SystemExit(f"benchmark repositories cannot be training data: {', '.join(refused)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    args.work.mkdir(parents=True, exist_ok=True)
+    everything: list[dict[str, Any]] = []
+    for repo in repos:
+        bare = args.mirrors / repo.replace("/", "+") / "repo"
+        if not (bare / "HEAD").exists():
+            print(f"skipped {repo}: no mirror at {bare}", file=sys.stderr)
+            continue
+        everything.extend(mine(repo, bare, args.work, args.out, args.bases, args.window))
+    with (args.out / "tasks.jsonl").open("w") as handle:
+        for task in everything:
+            handle.write(json.dumps(task) + "\n")
+    found = sum(1 for t in everything if t["found"])
+    print(f"{len(everything)} tasks from {len(repos)} repositories; {found} answerable")
+
+
+if __name__ == "__main__":
+    main()
