@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from localization_rerank import Reranker
 
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
@@ -176,6 +177,12 @@ def main() -> None:
         default=None,
         help="write every task's candidate files' ranker features and labels here (.npz)",
     )
+    parser.add_argument(
+        "--rerank-model",
+        default=None,
+        help="also score a model's reranking of the best candidates (PROVIDER:MODEL)",
+    )
+    parser.add_argument("--rerank-candidates", type=int, default=30)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
@@ -202,6 +209,8 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     engines: dict[str, ContextEngine] = {}
     embedder = default_embedder()  # None with KESTREL_EMBEDDER=none or without the model
+    reranker = Reranker.of(args.rerank_model, args.rerank_candidates) if args.rerank_model else None
+    reranked: list[dict[str, Any]] = []
     dumped: list[tuple[np.ndarray, np.ndarray]] = []
     dumped_paths: list[str] = []
     for n, row in enumerate(rows, 1):
@@ -220,6 +229,10 @@ def main() -> None:
         files = [hit.path for hit in result.files]
         functions = [f"{s.path}::{s.qualname}" for s in result.symbols]
         scored = score(row, files, functions)
+        if reranker is not None:
+            ordered = reranker.files(engine, row["problem_statement"])
+            files_only = {k: v for k, v in score(row, ordered, []).items() if k.startswith("file")}
+            reranked.append({"instance_id": row["instance_id"], **files_only})
         if args.dump:
             paths, features = engine.file_features(row["problem_statement"])
             dumped.append((features, np.array([p == row["gold_files"][0] for p in paths])))
@@ -261,6 +274,9 @@ def main() -> None:
     for engine in engines.values():
         engine.close()
     summarize(results)
+    if reranker is not None:
+        print(f"\n--rerank-model {args.rerank_model}: {reranker.summary()}")
+        summarize(reranked, timings=False)
     for name, rows_graded in graded.items():
         print(f"\n--grid {name}: {grid[name]}")
         summarize(rows_graded, timings=False)

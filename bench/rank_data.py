@@ -149,7 +149,7 @@ def mine(
     """Tasks of one repository, with their candidates' features written beside them."""
     history = git(bare, "rev-list", "--first-parent", "--reverse", "HEAD").split()
     # Bases spread over the newer half of the history, each leaving `window` changes after it.
-    span = len(history) - window - 1
+    span = max(len(history) - window - 1, 0)
     picks = [history[int(span * (0.5 + 0.5 * i / max(bases - 1, 1)))] for i in range(bases)]
     tasks: list[dict[str, Any]] = []
     tree = work / "trees" / repo.replace("/", "__")

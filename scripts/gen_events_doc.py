@@ -66,7 +66,9 @@ WHEN = {
     "hook_ran": "After each configured hook command ran (or failed to), before what it decided "
     "takes effect.",
     "context_added": "When Kestrel adds text to the conversation on the person's behalf: a "
-    "`SessionStart` or `UserPromptSubmit` hook's context, or a `Stop` hook's reason to go on.",
+    "`SessionStart` or `UserPromptSubmit` hook's context, a `Stop` hook's reason to go on, or a "
+    "new session's first context (source `context engine`, before the first model turn, when "
+    "`context.first_context_files` is set).",
     "context_compacted": "Before a model request that would fill the context window past "
     "`compaction.compact_at`, after the `PreCompact` hooks ran and the fast role summarised the "
     "older turns.",
@@ -322,6 +324,8 @@ MEANING: dict[str, dict[str, str]] = {
     "context_added": {
         "source": "Where the text came from, such as `SessionStart hook`.",
         "text": "The text the model sees.",
+        "usage": "What the first context's reranking call spent (`context.rerank`); counted in "
+        "the session's totals, not as a turn.",
     },
     "context_compacted": {
         "message": "The user turn that now stands for the dropped turns: the goal and the "

@@ -32,6 +32,7 @@ from kestrel.app_store import version as version
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.learned import default_ranker
+from kestrel.context.model import SearchResult
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 from kestrel.models.base import Provider
 from kestrel.models.endpoint import EndpointChoices
@@ -179,10 +180,11 @@ def build_loop(
     system = build_system_prompt(cwd=cwd, memory=memory, today=dt.date.today().isoformat())
     executor = parts.executor or executor_for(settings, cwd, session_id)
     timeout = settings.verify.timeout_s
+    code_index = CodeIndex(_open_index)
     own_tools = [
         *default_tools(),
         Verify(timeout_s=timeout),
-        *code_tools(CodeIndex(_open_index)),
+        *code_tools(code_index),
         Todo(),
         ProposePlan(),
     ]
@@ -213,6 +215,8 @@ def build_loop(
         move_outputs_over=settings.compaction.move_outputs_over,
         turn_grace=settings.limits.turn_grace,
         reach_outside=outside_reach(settings),
+        first_context_files=settings.context.first_context_files,
+        rerank_candidates=settings.context.rerank_candidates if settings.context.rerank else 0,
     )
     # Checks run the project's own programs: on their own only where the sandbox holds them.
     # Elsewhere the session says, in the run and its summary, that its change went unverified.
@@ -242,6 +246,7 @@ def build_loop(
         verifier=verifier,
         daily=daily_budget(settings, store),
         output_store=partial(store_output, environment.artifacts_dir),
+        code_search=partial(_search, code_index, cwd),
     )
     if (config.permission_mode or loop.state.permission_mode) == "bypass" and not gate.sandboxed:
         raise ConfigError(BYPASS_NEEDS_SANDBOX)
@@ -346,6 +351,11 @@ def has_uncommitted_work(root: Path) -> bool:
     except (UnsafeRepository, NotARepository, GitUnavailable):
         return True
     return not done.ok or bool(done.stdout.strip())
+
+
+async def _search(index: CodeIndex, root: Path, text: str, k: int) -> SearchResult:
+    """The engine's ranking of `root` for `text` (the first context's search)."""
+    return await index.run(root, lambda engine: engine.search(text, k))
 
 
 def _open_index(root: Path) -> ContextEngine:

@@ -113,6 +113,17 @@ class CompactionSettings(_Table):
     """Tool outputs longer than this many characters in kept turns are moved to files."""
 
 
+class ContextSettings(_Table):
+    """What a new session starts with besides the task (docs/context.md, "First context")."""
+
+    first_context_files: Annotated[int, Field(ge=0, le=20)] = 0
+    """Files of the context engine's ranking for the task shown before the first turn; 0: none."""
+    rerank: bool = False
+    """Let the `fast` model reorder the engine's best candidates first: one bounded call whose
+    cost counts in the session's totals."""
+    rerank_candidates: Annotated[int, Field(ge=2, le=50)] = 30
+
+
 class LoopDetectionSettings(_Table):
     """After how many repeats the model is warned, and after how many the session stops."""
 
@@ -212,6 +223,7 @@ class Settings(_Table):
     loop_detection: LoopDetectionSettings = LoopDetectionSettings()
     verify: VerifySettings = VerifySettings()
     compaction: CompactionSettings = CompactionSettings()
+    context: ContextSettings = ContextSettings()
     data_dir: Annotated[Path | None, _NoneWord] = None
     store_url: Annotated[str | None, _NoneWord] = None
     """The event log: none for the SQLite file in `data_dir`, or a `postgresql://` URL for one

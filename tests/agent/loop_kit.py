@@ -31,12 +31,13 @@ def make_loop(
     clock: Callable[[], float] = time.time,
     checkpointer: Checkpointer | None = None,
     gate: PermissionGate | None = None,
+    task: str = "fix it",
 ) -> AgentLoop:
     """A loop over a new session in `root` that follows `turns`."""
     store = store or MemoryStore(clock=clock)
     session_id = start_session(
         store,
-        task="fix it",
+        task=task,
         cwd=root,
         model="scripted",
         permission_mode=mode,

@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from kestrel.agent import budget_notices, budgets, model_step, turn_budget, window
+from kestrel.agent import budget_notices, budgets, model_step, prompt_hooks, turn_budget, window
 from kestrel.agent.cancel_rollback import settle_cancelled
 from kestrel.agent.cut_replies import CutReplies
 from kestrel.agent.daily import DailyBudget
+from kestrel.agent.first_context import CodeSearch
 from kestrel.agent.loops import LoopDetector, signature
 from kestrel.agent.planning import proposed_in
 from kestrel.agent.ports import (
@@ -45,14 +46,12 @@ from kestrel.protocol.events import (
     ModelCompleted,
     ModelRole,
     PermissionMode,
-    PromptBlocked,
     Record,
     SessionFinished,
     Totals,
     UserMessage,
 )
 from kestrel.protocol.messages import (
-    AssistantTurn,
     ToolCall,
     ToolResultTurn,
     Usage,
@@ -98,6 +97,10 @@ class LoopConfig:
     """The share of the turn budget a run still changing files may go past it by, once."""
     reach_outside: str = ""
     """What commands can reach outside the workspace, named when a stop rolls one back."""
+    first_context_files: int = 0
+    """Files of the engine's ranking for the task added before the first turn; 0: none."""
+    rerank_candidates: int = 0
+    """How many of them the fast model reorders first; 0 or 1: no model call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,8 @@ class AgentLoop:
     """Budgets over every session of the day; None: no daily budget."""
     output_store: Callable[[ToolResultTurn], str] | None = None
     """Writes a tool output to a file and says where, for compaction; None: outputs stay."""
+    code_search: CodeSearch | None = None
+    """Ranks the workspace for the task's first context; None: no first context."""
     state: SessionState = field(init=False)
     read_hashes: dict[str, str] = field(init=False, default_factory=dict)
     """What each file held when the model last read it, for refusing edits of stale reads."""
@@ -250,30 +255,7 @@ class AgentLoop:
         return self.state.finished
 
     async def _prompt_hooks(self) -> SessionFinished | None:
-        """SessionStart once per process, then UserPromptSubmit for a message not yet answered."""
-        if not self._session_hooks_ran:
-            self._session_hooks_ran = True
-            resumed = any(isinstance(m, AssistantTurn) for m in self.state.messages)
-            verdict = await self._hook(
-                "SessionStart", {"source": "resume" if resumed else "startup"}
-            )
-            if verdict is not None and verdict.stop_session:
-                return self._finish("hook", window.stopped_by(verdict))
-            if verdict is not None and verdict.additional_context:
-                self.emit(ContextAdded(source="SessionStart hook", text=verdict.additional_context))
-        prompt = self.state.unanswered_prompt
-        if prompt is None:
-            return None
-        verdict = await self._hook("UserPromptSubmit", {"prompt": prompt})
-        if verdict is None:
-            return None
-        if verdict.block or verdict.stop_session:
-            reason = verdict.reason or verdict.stop_reason or "a UserPromptSubmit hook refused it"
-            self.emit(PromptBlocked(reason=reason))
-            return self._finish("hook", f"the prompt was blocked: {reason}")
-        if verdict.additional_context:
-            self.emit(ContextAdded(source="UserPromptSubmit hook", text=verdict.additional_context))
-        return None
+        return await prompt_hooks.run(self)
 
     async def _hook(self, event: HookEvent, payload: dict[str, object]) -> HookVerdict | None:
         """Run the hooks configured for `event`, logging each; `None` when there are none."""

@@ -60,12 +60,18 @@ class Mark:
     """Ids of the calls that had a result by then."""
 
 
+FIRST_CONTEXT_SOURCE = "context engine"
+"""The `ContextAdded` source of a session's first context (`kestrel.agent.first_context`)."""
+
+
 @dataclass(slots=True)
 class SessionState:
     """Where a session stands after its log so far (built by `replay`, never by hand)."""
 
     session_id: str = ""
     task: str = ""
+    first_context: bool = False
+    """Whether the session's first context (the engine's files for the task) was added."""
     cwd: str = ""
     model: str = ""
     permission_mode: PermissionMode = "default"
@@ -153,6 +159,9 @@ def apply(state: SessionState, record: Record) -> None:
             state.unanswered_prompt = None
         case ContextAdded():
             _add_context(state, f"[{event.source}] {event.text}")
+            state.first_context |= event.source == FIRST_CONTEXT_SOURCE
+            if event.usage is not None:  # spent, but not a turn of the session
+                state.totals = _add_usage(state.totals, event.usage, turns=0)
         case InjectionFlagged():
             state.flagged = True
         case VerificationFinished():

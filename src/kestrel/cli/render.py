@@ -50,6 +50,7 @@ from kestrel.protocol.events import (
     Totals,
     VerificationFinished,
 )
+from kestrel.protocol.messages import Usage
 
 PREVIEW_LINES = 8
 
@@ -107,6 +108,14 @@ class ConsoleFrontend(Frontend):
                 )
             case ContextAdded(source="verification"):
                 pass  # Its report was just shown with `verification_finished`.
+            case ContextAdded(usage=Usage() as used):
+                spent = (
+                    f"{used.input_tokens:,} tokens in, {used.output_tokens:,} out ({used.model})"
+                )
+                self.console.print(
+                    f"[dim]{escape(event.source)} (reranking: {escape(spent)}): "
+                    f"{escape(event.text[:300])}[/dim]"
+                )
             case ContextAdded():
                 self.console.print(f"[dim]{escape(event.source)}: {escape(event.text[:300])}[/dim]")
             case PromptBlocked():

@@ -116,6 +116,8 @@ class ContextAdded:
     type: Literal["context_added"] = "context_added"
     source: str
     text: str
+    usage: Usage | None = None
+    """What a model call made for it spent (the first context's reranking), if one did."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

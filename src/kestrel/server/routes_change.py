@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from kestrel.agent.state import replay
 from kestrel.protocol.events import (
     CheckpointCreated,
+    ContextAdded,
     ContextCompacted,
     ModelCompleted,
     Rewound,
@@ -279,7 +280,8 @@ def _spend_of(host: Hosting, session_id: str, spend: dict[str, ModelSpend], seen
     records = host.store.read(session_id)
     for record in records:
         event = record.event
-        used = event.usage if isinstance(event, ModelCompleted | ContextCompacted) else None
+        spends = ModelCompleted | ContextCompacted | ContextAdded
+        used = event.usage if isinstance(event, spends) else None
         if used is not None:
             _add(spend, used)
         elif isinstance(event, SubagentFinished) and event.child_session_id not in seen:
