@@ -63,7 +63,7 @@ from typing import IO, Any
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import index_path_for
-from kestrel.context.learned import default_ranker
+from kestrel.context.learned import default_definition_ranker, default_ranker
 from kestrel.sandbox.local import LocalExecutor
 from kestrel.tools import Grep, PlannedWrite, ToolContext
 from kestrel.tools.grep_output import GREP_OUTPUT_FLAGS
@@ -364,7 +364,13 @@ def cold_child(root: Path, cache: Path) -> None:
     # The embedding model is distilled once per machine, in the user's cache, before timing.
     embedder = default_embedder()
     started = time.perf_counter()
-    engine = ContextEngine.open(root, cache, embedder=embedder, ranker=default_ranker())
+    engine = ContextEngine.open(
+        root,
+        cache,
+        embedder=embedder,
+        ranker=default_ranker(),
+        definition_ranker=default_definition_ranker(),
+    )
     report = engine.refresh(progress)
     took = time.perf_counter() - started
     workers = engine.workers
@@ -426,7 +432,13 @@ def open_warm(root: Path, cache: Path) -> tuple[ContextEngine, dict[str, Any]]:
     existed = index_path_for(root, cache).is_file()
     embedder = default_embedder()
     load_s, engine = timed(
-        lambda: ContextEngine.open(root, cache, embedder=embedder, ranker=default_ranker())
+        lambda: ContextEngine.open(
+            root,
+            cache,
+            embedder=embedder,
+            ranker=default_ranker(),
+            definition_ranker=default_definition_ranker(),
+        )
     )
     first_s, report = timed(engine.refresh)
     nothing = [timed(engine.refresh)[0] for _ in range(5)]

@@ -2,7 +2,8 @@
 
     python bench/localization.py [--data PATH] [--mirrors DIR] [--work DIR] [--limit N]
                                  [--instances ID,ID] [--ablate SIGNAL,...] [--json OUT]
-                                 [--grid WEIGHTS.json]
+                                 [--grid WEIGHTS.json] [--dump FEATURES.npz]
+                                 [--rerank-model PROVIDER:MODEL [--rerank-candidates N]]
 
 Runs `ContextEngine.search` on each instance's `problem_statement` alone (nothing else from the
 instance is read at query time) over the repository checked out at `base_commit`, and prints file
@@ -20,6 +21,11 @@ from the ranking of files and definitions, `--ablate semantic_symbol` from defin
 (`{"name": {"weight": value, ...}, ...}`, fields of `kestrel.context.rank.Weights`, applied over
 the defaults or the `--ablate`d ones) and prints one accuracy table per set: tuning many weights
 costs one pass over the checkouts, not one each. Tune on this dev split only.
+
+The engine ranks as configured: `KESTREL_DEFINITION_RANKER` and `KESTREL_RANKER` choose the
+learned rankers (docs/context.md). `--dump` writes every task's candidate files' and definitions'
+feature rows and labels (what `bench/rank_train.py --dev` measures models on); `--rerank-model`
+also scores a model's order of the best `--rerank-candidates` files (`localization_rerank.py`).
 
 Goals on the dev split, without any model call: file Acc@1 >= 70%, Acc@5 >= 92%, function
 Acc@5 >= 65%.
@@ -42,7 +48,7 @@ from localization_rerank import Reranker
 
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
-from kestrel.context.learned import default_ranker
+from kestrel.context.learned import default_definition_ranker, default_ranker
 from kestrel.context.rank import Weights
 
 REPO = Path(__file__).resolve().parent.parent
@@ -213,6 +219,7 @@ def main() -> None:
     reranked: list[dict[str, Any]] = []
     dumped: list[tuple[np.ndarray, np.ndarray]] = []
     dumped_paths: list[str] = []
+    dumped_defs: list[tuple[np.ndarray, np.ndarray]] = []
     for n, row in enumerate(rows, 1):
         repo = row["repo"]
         tree = args.work / "trees" / repo.replace("/", "__")
@@ -220,7 +227,11 @@ def main() -> None:
         engine = engines.get(repo)
         if engine is None:
             engine = engines[repo] = ContextEngine.open(
-                tree, cache, embedder=embedder, ranker=default_ranker()
+                tree,
+                cache,
+                embedder=embedder,
+                ranker=default_ranker(),
+                definition_ranker=default_definition_ranker(),
             )
         engine.weights = weights
         report = engine.refresh()
@@ -237,6 +248,10 @@ def main() -> None:
             paths, features = engine.file_features(row["problem_statement"])
             dumped.append((features, np.array([p == row["gold_files"][0] for p in paths])))
             dumped_paths.extend(paths)
+            keys, candidates = engine.definition_features(row["problem_statement"])
+            gold = set(row["gold_functions"])
+            labelled = np.array([key in gold for key in keys], dtype=np.int8)
+            dumped_defs.append((candidates, labelled))
         results.append(
             {
                 "instance_id": row["instance_id"],
@@ -285,10 +300,14 @@ def main() -> None:
     if args.dump:
         np.savez_compressed(
             args.dump,
-            rows=np.vstack([rows for rows, _ in dumped]),
+            rows=np.vstack([found for found, _ in dumped]),
             labels=np.concatenate([labels for _, labels in dumped]).astype(np.int8),
             sizes=np.array([len(labels) for _, labels in dumped]),
             paths=np.array(dumped_paths),
+            def_rows=np.vstack([found for found, _ in dumped_defs]),
+            def_labels=np.concatenate([labels for _, labels in dumped_defs]),
+            def_sizes=np.array([len(labels) for _, labels in dumped_defs]),
+            def_need=np.array([len(row["gold_functions"]) for row in rows]),
         )
 
 

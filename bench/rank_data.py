@@ -7,8 +7,11 @@ Each task is one change on a repository's first-parent history (a pull request's
 squashed commit): its message is the query, and the source files it modified are the answer.
 The repository is checked out at a base commit a little before the change (one base serves the
 next `--window` changes, so one index answers them all) and the context engine ranks its files
-for the message; every candidate's feature row and label go to `OUT/<repo>@<base>.npz`, and the
-tasks themselves to `OUT/tasks.jsonl`.
+and definitions for the message; every candidate's feature row and label go to
+`OUT/<repo>@<base>.npz` (files: `rows`, `labels`, `sizes`, `paths`; definitions: `def_rows`,
+`def_labels`, `def_sizes`, and `def_need`, how many definitions the change touched: the innermost
+ones around its diff's old lines, in the parent's version of the file), and the tasks
+themselves to `OUT/tasks.jsonl`.
 
 What is kept: changes that modify one to three existing non-test, non-doc Python files, whose
 message (trailers, issue references and merge boilerplate removed) has at least 8 words, and is
@@ -30,6 +33,7 @@ import numpy as np
 
 from kestrel.context.engine import ContextEngine
 from kestrel.context.rank import is_doc_path, is_test_path
+from kestrel.context.symbols import extract_symbols
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from localization import checkout
@@ -143,6 +147,40 @@ def keep(change: dict[str, Any], present: set[str]) -> dict[str, Any] | None:
     return {"commit": change["commit"], "query": query, "gold": source}
 
 
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? ")
+
+
+def changed_definitions(bare: Path, commit: str, paths: list[str]) -> list[str]:
+    """`path::qualname` of the innermost definitions whose lines the change touched.
+
+    Old-side lines of each hunk of `git diff -U0` against the first parent; a pure insertion
+    counts the line it follows. Definitions come from the parent's version of the file.
+    """
+    diff = git(bare, "diff", "-U0", "--no-renames", f"{commit}^1", commit, "--", *paths)
+    touched: dict[str, set[int]] = {}
+    current = None
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            current = line[6:] if line.startswith("--- a/") else None
+        elif current is not None and (found := _HUNK.match(line)):
+            start, count = int(found.group(1)), int(found.group(2) or "1")
+            span = range(start, start + count) if count else range(start, start + 1)
+            touched.setdefault(current, set()).update(span)
+    names: list[str] = []
+    for path, lines in sorted(touched.items()):
+        symbols = extract_symbols(path, git(bare, "show", f"{commit}^1:{path}"))
+        if symbols is None:
+            continue
+        for line in sorted(lines):
+            inside = [d for d in symbols.definitions if d.line <= line <= d.end_line]
+            if inside:
+                innermost = min(inside, key=lambda d: d.end_line - d.line)
+                key = f"{path}::{innermost.qualname}"
+                if key not in names:
+                    names.append(key)
+    return names
+
+
 def mine(
     repo: str, bare: Path, work: Path, out: Path, bases: int, window: int
 ) -> list[dict[str, Any]]:
@@ -167,6 +205,8 @@ def mine(
         labels: list[np.ndarray] = []
         sizes: list[int] = []
         names: list[str] = []
+        defs: list[np.ndarray] = []
+        def_labels: list[np.ndarray] = []
         for task in kept:
             paths, features = engine.file_features(task["query"])
             gold = set(task["gold"])
@@ -174,6 +214,10 @@ def mine(
             labels.append(np.array([p in gold for p in paths], dtype=np.int8))
             sizes.append(len(paths))
             names.extend(paths)
+            task["functions"] = changed_definitions(bare, task["commit"], task["gold"])
+            keys, def_rows = engine.definition_features(task["query"])
+            defs.append(def_rows)
+            def_labels.append(np.array([k in task["functions"] for k in keys], dtype=np.int8))
             task.update(repo=repo, base=base, found=int(labels[-1].sum()))
         name = f"{repo.replace('/', '__')}@{base[:12]}.npz"
         np.savez_compressed(
@@ -182,6 +226,10 @@ def mine(
             labels=np.concatenate(labels),
             sizes=np.array(sizes),
             paths=np.array(names),
+            def_rows=np.vstack(defs),
+            def_labels=np.concatenate(def_labels),
+            def_sizes=np.array([len(labels) for labels in def_labels]),
+            def_need=np.array([len(task["functions"]) for task in kept]),
         )
         hit = sum(1 for t in kept if t["found"])
         print(

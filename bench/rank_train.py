@@ -1,15 +1,19 @@
-"""Train the learned ranker on mined histories; report it; write the shipped model.
+"""Train the learned rankers on mined histories; report them; write the shipped models.
 
     python bench/rank_train.py --mirrors DIR            # mine (if needed), train, report, write
-    python bench/rank_train.py --data DIR [--dev FILE.npz] [--units 8] [--epochs 10]
-                               [--l2 0.01] [--features a,b,...] [--no-write]
+    python bench/rank_train.py --data DIR [--dev FILE.npz] [--kind file|definition|both]
+                               [--units 8] [--epochs 10] [--l2 0.01] [--no-write]
 
 The one command that retrains: it runs `bench/rank_data.py` first when `--data` holds no mined
-tasks. It then measures the model leaving one repository out at a time (trained on the other
-repositories' tasks, scored on that one's) and prints Acc@1/@5/@10 of the hand-fused order and
-of the model per repository and overall; with `--dev` (a `bench/localization.py --dump` file) it
-also scores a model trained on every mined task on that set, which is only ever measured, never
-trained on. Last it trains on every mined task and writes `src/kestrel/context/ranker.json`.
+tasks. For each kind of model (files, and definitions: functions, methods and classes) it then
+measures the model leaving one repository out at a time (trained on the other repositories'
+tasks, scored on that one's) and prints Acc@1/@5/@10 of the hand order and of the model per
+repository and overall (a mined task counts as found when any file or definition it changed is
+among the first k). With `--dev` (a `bench/localization.py --dump` file) it also scores a model
+trained on every mined task on that set, which is only ever measured, never trained on; there a
+definition task counts only when all its gold functions are among the first k, as the
+localization benchmark counts them. Last it trains on every mined task and writes
+`src/kestrel/context/ranker.json` and `definition_ranker.json`.
 """
 
 from __future__ import annotations
@@ -24,61 +28,104 @@ from pathlib import Path
 
 import numpy as np
 
-from kestrel.context.features import FILE_FEATURES
-from kestrel.context.learned import LearnedRanker, train
+from kestrel.context.learned import WEIGHTS_FILES, LearnedRanker, train
 
 REPO = Path(__file__).resolve().parent.parent
-SHIPPED = REPO / "src" / "kestrel" / "context" / "ranker.json"
+PACKAGE = REPO / "src" / "kestrel" / "context"
 Group = tuple[np.ndarray, np.ndarray]
+_KEYS = {"file": ("rows", "labels", "sizes"), "definition": ("def_rows", "def_labels", "def_sizes")}
 
 
-def load_groups(path: Path) -> list[Group]:
+def load_groups(path: Path, kind: str = "file") -> list[Group]:
     """The tasks of one dump: (candidate rows, labels) each."""
+    rows_key, labels_key, sizes_key = _KEYS[kind]
     with np.load(path) as data:
-        rows, labels, sizes = data["rows"], data["labels"], data["sizes"]
+        rows, labels, sizes = data[rows_key], data[labels_key], data[sizes_key]
     cuts = np.cumsum(sizes)[:-1]
     return list(zip(np.split(rows, cuts), np.split(labels, cuts), strict=True))
 
 
-def accuracy(groups: Sequence[Group], model: LearnedRanker | None) -> dict[int, float]:
-    """Acc@k: a labelled file among the first k (the hand order when `model` is None)."""
+def dev_needs(path: Path) -> list[int] | None:
+    """How many gold definitions each task of a localization dump has (None: not recorded)."""
+    with np.load(path) as data:
+        return data["def_need"].tolist() if "def_need" in data else None
+
+
+def accuracy(
+    groups: Sequence[Group],
+    models: Sequence[LearnedRanker | None] | LearnedRanker | None,
+    needs: Sequence[int] | None = None,
+) -> dict[int, float]:
+    """Acc@k in the hand order (model None) or a model's (one for all, or one per task).
+
+    A task is found at k when its labelled candidates among the first k reach its need (one,
+    unless `needs` says how many); a task that needs none is left out.
+    """
     hits = {1: 0, 5: 0, 10: 0}
-    for rows, labels in groups:
-        if model is None:
-            order = np.arange(len(labels))
-        else:
-            order = np.argsort(-model.score(rows), kind="stable")
+    counted = 0
+    for n, (rows, labels) in enumerate(groups):
+        need = 1 if needs is None else needs[n]
+        if need <= 0:
+            continue
+        counted += 1
+        model = models[n] if isinstance(models, Sequence) else models
+        order = (
+            np.arange(len(labels))
+            if model is None
+            else np.argsort(-model.score(rows), kind="stable")
+        )
         ranked = labels[order]
         for k in hits:
-            hits[k] += bool(ranked[:k].any())
-    return {k: 100.0 * v / max(len(groups), 1) for k, v in hits.items()}
+            hits[k] += int(ranked[:k].sum()) >= need
+    return {k: 100.0 * v / max(counted, 1) for k, v in hits.items()}
 
 
-def show(name: str, groups: Sequence[Group], model: LearnedRanker | None) -> str:
-    acc = accuracy(groups, model)
-    return f"{name:<44} n={len(groups):<5} " + "  ".join(f"@{k} {v:5.1f}" for k, v in acc.items())
+def line(name: str, acc: dict[int, float], n: int) -> str:
+    return f"{name:<48} n={n:<5} " + "  ".join(f"@{k} {v:5.1f}" for k, v in acc.items())
 
 
-def learned_line(name: str, scored: Sequence[tuple[Group, LearnedRanker]]) -> str:
-    """Acc@k over tasks each scored by its own model."""
-    hits = {1: 0, 5: 0, 10: 0}
-    for (rows, labels), model in scored:
-        ranked = labels[np.argsort(-model.score(rows), kind="stable")]
-        for k in hits:
-            hits[k] += bool(ranked[:k].any())
-    n = max(len(scored), 1)
-    return f"{name:<44} n={len(scored):<5} " + "  ".join(
-        f"@{k} {100.0 * v / n:5.1f}" for k, v in hits.items()
-    )
-
-
-def mined(data: Path) -> dict[str, list[Group]]:
-    """Every mined dump in `data`, by repository."""
+def mined(data: Path, kind: str) -> dict[str, list[Group]]:
+    """Every mined dump in `data`, by repository. Tasks that changed no definition are left out
+    of the definition ranking; a task whose answer is not among the candidates stays (a miss)."""
     by_repo: dict[str, list[Group]] = {}
     for path in sorted(data.glob("*.npz")):
         repo = path.name.split("@", 1)[0].replace("__", "/")
-        by_repo.setdefault(repo, []).extend(load_groups(path))
+        groups = load_groups(path, kind)
+        if kind == "definition":
+            needs = dev_needs(path) or [1] * len(groups)
+            groups = [g for g, need in zip(groups, needs, strict=True) if need > 0]
+        by_repo.setdefault(repo, []).extend(groups)
     return by_repo
+
+
+def one_kind(kind: str, args: argparse.Namespace) -> LearnedRanker:
+    """Report the leave-one-repository-out and dev figures of `kind`; the final model."""
+    by_repo = mined(args.data, kind)
+    knobs = {"units": args.units, "epochs": args.epochs, "l2": args.l2}
+    groups: list[Group] = []
+    models: list[LearnedRanker] = []
+    print(f"\n== {kind} ranking")
+    for repo in sorted(by_repo):
+        others = [g for name, found in by_repo.items() if name != repo for g in found]
+        model = train(others, kind=kind, **knobs)  # type: ignore[arg-type]
+        print(line(f"{repo}, hand", accuracy(by_repo[repo], None), len(by_repo[repo])))
+        print(line(f"{repo}, learned", accuracy(by_repo[repo], model), len(by_repo[repo])))
+        groups.extend(by_repo[repo])
+        models.extend([model] * len(by_repo[repo]))
+    print(line("each repository left out in turn, hand", accuracy(groups, None), len(groups)))
+    print(line("each repository left out in turn, learned", accuracy(groups, models), len(groups)))
+    about = (
+        f"{kind} ranker trained {datetime.date.today().isoformat()} on {len(groups)} tasks "
+        f"mined from {len(by_repo)} repositories' histories ({', '.join(sorted(by_repo))})"
+    )
+    final = train(groups, kind=kind, about=about, **knobs)  # type: ignore[arg-type]
+    if args.dev:
+        dev = load_groups(args.dev, kind)
+        needs = dev_needs(args.dev) if kind == "definition" else None
+        count = len(dev) if needs is None else sum(1 for n in needs if n > 0)
+        print(line("localization dev (measured only), hand", accuracy(dev, None, needs), count))
+        print(line("localization dev (measured only), learned", accuracy(dev, final, needs), count))
+    return final
 
 
 def main() -> None:
@@ -88,11 +135,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO / "bench-results" / "rank-data")
     parser.add_argument("--mirrors", type=Path, default=None, help="for mining, when needed")
     parser.add_argument("--dev", type=Path, default=None, help="a localization --dump to measure")
+    parser.add_argument("--kind", choices=("file", "definition", "both"), default="both")
     parser.add_argument("--units", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--l2", type=float, default=0.01)
-    parser.add_argument("--features", default=",".join(FILE_FEATURES))
-    parser.add_argument("--out", type=Path, default=SHIPPED)
+    parser.add_argument("--out", type=Path, default=PACKAGE, help="folder the models go to")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if not any(args.data.glob("*.npz")):
@@ -105,34 +152,13 @@ def main() -> None:
             str(args.mirrors),
         ]
         subprocess.run([*miner, "--out", str(args.data)], check=True)
-    features = [f for f in args.features.split(",") if f]
-    by_repo = mined(args.data)
-    knobs = {"units": args.units, "epochs": args.epochs, "l2": args.l2, "features": features}
-    hand: list[Group] = []
-    scored: list[tuple[Group, LearnedRanker]] = []
-    for repo in sorted(by_repo):
-        others = [g for name, groups in by_repo.items() if name != repo for g in groups]
-        model = train(others, **knobs)  # type: ignore[arg-type]
-        print(show(f"{repo}, hand order", by_repo[repo], None))
-        print(show(f"{repo}, learned", by_repo[repo], model))
-        hand.extend(by_repo[repo])
-        scored.extend((g, model) for g in by_repo[repo])
-    print(show("every repository left out in turn, hand", hand, None))
-    print(learned_line("every repository left out in turn, learned", scored))
-    everything = [g for groups in by_repo.values() for g in groups]
-    about = (
-        f"trained {datetime.date.today().isoformat()} on {len(everything)} tasks mined from "
-        f"{len(by_repo)} repositories' histories ({', '.join(sorted(by_repo))})"
-    )
-    final = train(everything, about=about, **knobs)  # type: ignore[arg-type]
-    if args.dev:
-        dev = load_groups(args.dev)
-        print(show("localization dev (measured only), hand", dev, None))
-        print(show("localization dev (measured only), learned", dev, final))
-    if args.no_write:
-        return
-    args.out.write_text(json.dumps(final.to_json(), separators=(",", ":")) + "\n")
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1024:.1f} KiB)")
+    kinds = ("file", "definition") if args.kind == "both" else (args.kind,)
+    for kind in kinds:
+        model = one_kind(kind, args)
+        if not args.no_write:
+            target = args.out / WEIGHTS_FILES[kind]
+            target.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n")
+            print(f"wrote {target} ({target.stat().st_size / 1024:.1f} KiB)")
 
 
 if __name__ == "__main__":

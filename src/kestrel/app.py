@@ -31,7 +31,7 @@ from kestrel.app_store import store_output as store_output
 from kestrel.app_store import version as version
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
-from kestrel.context.learned import default_ranker
+from kestrel.context.learned import default_definition_ranker, default_ranker
 from kestrel.context.model import SearchResult
 from kestrel.gitsafe import GitUnavailable, NotARepository, UnsafeRepository, run_git
 from kestrel.models.base import Provider
@@ -360,7 +360,12 @@ async def _search(index: CodeIndex, root: Path, text: str, k: int) -> SearchResu
 
 def _open_index(root: Path) -> ContextEngine:
     """The context engine for a workspace, its index in the user's cache directory."""
-    return ContextEngine.open(root, embedder=default_embedder(), ranker=default_ranker())
+    return ContextEngine.open(
+        root,
+        embedder=default_embedder(),
+        ranker=default_ranker(),
+        definition_ranker=default_definition_ranker(),
+    )
 
 
 def _user_config_dir() -> Path:

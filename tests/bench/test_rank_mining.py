@@ -17,7 +17,7 @@ import rank_data
 from localization_rerank import Reranker
 
 from kestrel.context.engine import ContextEngine
-from kestrel.context.features import FILE_FEATURES
+from kestrel.context.features import DEFINITION_FEATURES, FILE_FEATURES
 from kestrel.models.scripted import ScriptedProvider
 
 SIGN = ["-c", "user.name=t", "-c", "user.email=t@t"]
@@ -100,11 +100,16 @@ def test_mining_writes_each_tasks_candidates_and_labels(tmp_path: Path) -> None:
     out.mkdir()
     tasks = rank_data.mine("me/proj", bare, tmp_path / "work", out, bases=1, window=10)
     assert tasks and all(t["gold"] == ["cache.py"] for t in tasks)
+    assert all(t["functions"] == ["cache.py::cache_entry"] for t in tasks)
     [dump] = list(out.glob("*.npz"))
     with np.load(dump) as data:
         assert data["rows"].shape == (int(data["sizes"].sum()), len(FILE_FEATURES))
         assert len(data["paths"]) == len(data["labels"]) == int(data["sizes"].sum())
         labelled = set(data["paths"][data["labels"] == 1].tolist())
+        defs = int(data["def_sizes"].sum())
+        assert data["def_rows"].shape == (defs, len(DEFINITION_FEATURES))
+        assert data["def_need"].tolist() == [1] * len(tasks)
+        assert int(data["def_labels"].sum()) == len(tasks)  # cache_entry, once per task
     assert labelled == {"cache.py"}
 
 

@@ -11,11 +11,12 @@ import pytest
 from context_kit import committed_repo, git, write
 
 from kestrel.context.engine import ContextEngine
-from kestrel.context.features import FILE_FEATURES
+from kestrel.context.features import DEFINITION_FEATURES, FILE_FEATURES
 from kestrel.context.history import head_of, read_history
 from kestrel.context.learned import (
     LearnedRanker,
     RankerError,
+    default_definition_ranker,
     default_ranker,
     shipped_ranker,
     train,
@@ -191,7 +192,7 @@ def test_kestrel_ranker_chooses_the_model_and_bad_settings_fall_back(
     assert default_ranker({}) is None
     assert default_ranker({"KESTREL_RANKER": "hand"}) is None
     learned = default_ranker({"KESTREL_RANKER": "learned"})
-    assert learned is not None and learned.about.startswith("trained")
+    assert learned is not None and "trained" in learned.about
     own = tmp_path / "mine.json"
     own.write_text(json.dumps(_one_feature_model("mention", 1.0).to_json()))
     mine = default_ranker({"KESTREL_RANKER": str(own)})
@@ -204,3 +205,67 @@ def test_kestrel_ranker_chooses_the_model_and_bad_settings_fall_back(
     assert "malformed ranker model" in capsys.readouterr().err
     assert default_ranker({"KESTREL_RANKER": str(tmp_path / "gone.json")}) is None
     assert "gone.json" in capsys.readouterr().err
+
+
+def _definition_model(feature: str, weight: float) -> LearnedRanker:
+    n = len(DEFINITION_FEATURES)
+    linear = np.zeros(n)
+    linear[DEFINITION_FEATURES.index(feature)] = weight
+    return LearnedRanker(
+        features=DEFINITION_FEATURES,
+        mean=np.zeros(n),
+        scale=np.ones(n),
+        hidden=np.zeros((n, 0)),
+        hidden_bias=np.zeros(0),
+        out=np.zeros(0),
+        linear=linear,
+        kind="definition",
+    )
+
+
+def test_the_engine_orders_definitions_by_its_definition_ranker(tmp_path: Path) -> None:
+    source = (
+        "def refund_total(order):\n    return order.refund_total  # refund total refund\n\n\n"
+        "def _refund_rounding(order):\n    return round(order.refund)\n"
+    )
+    root = committed_repo(tmp_path / "repo", {"shop/refunds.py": source})
+    engine = ContextEngine.open(root, tmp_path / "cache")
+    engine.refresh()
+    task = "refund_total refund total is wrong"
+    names = [s.qualname for s in engine.search(task).symbols]
+    assert names[0] == "refund_total"
+    engine.definition_ranker = _definition_model("private", 5.0)
+    reranked = engine.search(task).symbols
+    assert [s.qualname for s in reranked][:2] == ["_refund_rounding", "refund_total"]
+    assert reranked[0].score == 1.0
+    keys, rows = engine.definition_features(task)
+    assert set(keys) == {"shop/refunds.py::refund_total", "shop/refunds.py::_refund_rounding"}
+    assert rows.shape == (2, len(DEFINITION_FEATURES))
+    engine.close()
+
+
+def test_definition_models_know_their_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(0)
+    groups = []
+    for _ in range(30):
+        rows = rng.random((10, len(DEFINITION_FEATURES))).astype(np.float32)
+        labels = np.zeros(10, dtype=np.int8)
+        labels[0] = 1
+        rows[0, DEFINITION_FEATURES.index("chunk")] += 1.0
+        groups.append((rows, labels))
+    model = train(groups, kind="definition", units=0, epochs=5)
+    again = LearnedRanker.from_json(json.loads(json.dumps(model.to_json())))
+    assert again.kind == "definition" and again.features == DEFINITION_FEATURES
+    with pytest.raises(RankerError, match="unknown model kind"):
+        LearnedRanker.from_json({**model.to_json(), "kind": "module"})
+    with pytest.raises(RankerError, match="unknown features"):
+        LearnedRanker.from_json({**model.to_json(), "kind": "file"})
+    shipped = default_definition_ranker({})
+    assert shipped is not None and shipped.kind == "definition"
+    assert default_definition_ranker({"KESTREL_DEFINITION_RANKER": "hand"}) is None
+    wrong = tmp_path / "file-model.json"
+    wrong.write_text(json.dumps(_one_feature_model("mention", 1.0).to_json()))
+    assert default_definition_ranker({"KESTREL_DEFINITION_RANKER": str(wrong)}) is None
+    assert "is a file model, not a definition model" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from kestrel.cli.drive import EXIT_ERROR, EXIT_USAGE
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import default_cache_dir, index_path_for
-from kestrel.context.learned import default_ranker
+from kestrel.context.learned import default_definition_ranker, default_ranker
 from kestrel.context.model import IndexReport, SearchResult
 from kestrel.protocol.oserrors import error_text
 from kestrel.tools.code import repository_map
@@ -170,7 +170,11 @@ def _engine(root: Path) -> Iterator[ContextEngine]:
         embedder = default_embedder(progress=progress)
     try:
         engine = ContextEngine.open(
-            root, default_cache_dir(), embedder=embedder, ranker=default_ranker()
+            root,
+            default_cache_dir(),
+            embedder=embedder,
+            ranker=default_ranker(),
+            definition_ranker=default_definition_ranker(),
         )
     except (OSError, sqlite3.Error) as exc:
         index = index_path_for(root, default_cache_dir())

@@ -13,7 +13,14 @@ from typing import NamedTuple
 import numpy as np
 
 from kestrel.context.embed import Embedder
-from kestrel.context.features import CANDIDATES, Evidence, FileFacts, file_rows
+from kestrel.context.features import (
+    CANDIDATES,
+    DefinitionFacts,
+    Evidence,
+    FileFacts,
+    definition_rows,
+    file_rows,
+)
 from kestrel.context.history import History, head_of, read_history
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
 from kestrel.context.inventory import Entry, classify, list_files
@@ -74,6 +81,10 @@ class _Scored(NamedTuple):
     within: float
     path: str
     symbol: Symbol
+    chunk: float = 0.0
+    """Its chunk's BM25 over the best chunk's."""
+    named: float = 0.0
+    """What the task's identifiers (and meaning, when on) add."""
 
 
 class _Job:
@@ -110,11 +121,14 @@ class ContextEngine:
         embedder: Embedder | None = None,
         workers: int | None = None,
         ranker: LearnedRanker | None = None,
+        definition_ranker: LearnedRanker | None = None,
     ) -> None:
         self.root = root
         self.weights = weights or Weights()
         self.ranker = ranker
         """Reorders the best hand-fused files when set (`kestrel.context.learned`)."""
+        self.definition_ranker = definition_ranker
+        """Reorders the best hand-scored definitions when set."""
         self.history: History | None = None
         """The git history of the files, read on refresh when a ranker wants it."""
         self.workers = index_workers() if workers is None else workers
@@ -160,6 +174,7 @@ class ContextEngine:
         embedder: Embedder | None = None,
         workers: int | None = None,
         ranker: LearnedRanker | None = None,
+        definition_ranker: LearnedRanker | None = None,
     ) -> ContextEngine:
         """The engine for `root`, its index kept under `cache_dir` (or in memory).
 
@@ -170,7 +185,14 @@ class ContextEngine:
         path = index_path_for(root, cache_dir or default_cache_dir()) if persist else None
         name = None if embedder is None else embedder.name
         store = IndexStore(path, embedder=name)
-        return cls(root, store, embedder=embedder, workers=workers, ranker=ranker)
+        return cls(
+            root,
+            store,
+            embedder=embedder,
+            workers=workers,
+            ranker=ranker,
+            definition_ranker=definition_ranker,
+        )
 
     def close(self) -> None:
         """Stop any background read, stop watching and close the index file."""
@@ -636,44 +658,18 @@ class ContextEngine:
     def _rank(
         self, query: TaskQuery, k: int, per_file: int
     ) -> tuple[tuple[FileHit, ...], tuple[SymbolHit, ...]]:
-        w = self.weights
         found = self._gather(query)
         held = self._post.held
-        chunk_hits = found.chunk_hits
         ranked, file_share = self._order_files(found, query)
-        # Definitions are looked up only in files that can still be served.
-        symbol_scores: dict[tuple[str, str], float] = {}
-        prefetch_definitions(
-            (held[path], int(index)) for path, index, _ in chunk_hits if path in file_share
-        )
-        defined: dict[tuple[str, str], Symbol] = {}
-        for path, index, score in chunk_hits:
-            if path not in file_share:
-                continue
-            symbol = self._symbol(path, int(index))
-            if symbol is not None:
-                symbol_scores[(path, symbol.qualname)] = score / found.chunk_norm
-                defined.setdefault((path, symbol.qualname), symbol)
-        for named, bonus in (*found.ident_symbols.items(), *found.semantic_symbols.items()):
-            symbol_scores[named] = symbol_scores.get(named, 0.0) + bonus
-        # Score every candidate definition, but build hits only for the ones served.
-        scored: list[_Scored] = []
-        for (path, qualname), score in symbol_scores.items():
-            if path not in file_share:
-                continue
-            symbol = defined.get((path, qualname)) or self._named_symbol(path, qualname)
-            if symbol is None:
-                continue
-            share = file_share[path]
-            within = score + w.symbol_file_share * share
-            total = within * share**w.symbol_file_power
-            if symbol.kind in CLASS_KINDS:
-                total *= w.class_symbol_prior
-            scored.append(_Scored(total, within, path, symbol))
+        scored = self._score_definitions(found, file_share)
         # Ties go by path, line and name; (path, qualname) is unique.
         scored.sort(key=lambda d: (-d.total, d.path, d.symbol.line, d.symbol.qualname))
         wanted = max(k * per_file, 10)
-        overall = [_symbol_hit(d.path, d.symbol, d.total) for d in scored[:wanted]]
+        if self.definition_ranker is not None and scored:
+            best = self._rerank_definitions(scored, query, ranked, file_share)
+            overall = [_symbol_hit(d.path, d.symbol, share) for d, share in best[:wanted]]
+        else:
+            overall = [_symbol_hit(d.path, d.symbol, d.total) for d in scored[:wanted]]
         # A file's own list keeps classes at their full score: a class shown whole holds
         # the methods that matched in it.
         shown = {path for path, _ in ranked[:k]}
@@ -693,6 +689,43 @@ class ContextEngine:
             for path, score in ranked[:k]
         )
         return hits, tuple(overall)
+
+    def _score_definitions(self, found: _Found, file_share: dict[str, float]) -> list[_Scored]:
+        """Every candidate definition in the files that can be served, scored (unsorted)."""
+        w = self.weights
+        held = self._post.held
+        # Definitions are looked up only in files that can still be served.
+        prefetch_definitions(
+            (held[path], int(index)) for path, index, _ in found.chunk_hits if path in file_share
+        )
+        chunk_part: dict[tuple[str, str], float] = {}
+        defined: dict[tuple[str, str], Symbol] = {}
+        for path, index, score in found.chunk_hits:
+            if path not in file_share:
+                continue
+            symbol = self._symbol(path, int(index))
+            if symbol is not None:
+                chunk_part[(path, symbol.qualname)] = score / found.chunk_norm
+                defined.setdefault((path, symbol.qualname), symbol)
+        named_part: dict[tuple[str, str], float] = {}
+        for which, bonus in (*found.ident_symbols.items(), *found.semantic_symbols.items()):
+            named_part[which] = named_part.get(which, 0.0) + bonus
+        scored: list[_Scored] = []
+        for key in chunk_part.keys() | named_part.keys():
+            path, qualname = key
+            if path not in file_share:
+                continue
+            symbol = defined.get(key) or self._named_symbol(path, qualname)
+            if symbol is None:
+                continue
+            share = file_share[path]
+            chunk, named = chunk_part.get(key, 0.0), named_part.get(key, 0.0)
+            within = chunk + named + w.symbol_file_share * share
+            total = within * share**w.symbol_file_power
+            if symbol.kind in CLASS_KINDS:
+                total *= w.class_symbol_prior
+            scored.append(_Scored(total, within, path, symbol, chunk, named))
+        return scored
 
     def _gather(self, query: TaskQuery) -> _Found:
         """Every signal the task gives, per file, and the matching definition chunks."""
@@ -787,6 +820,64 @@ class ContextEngine:
             head = [p for p, _ in ranked[:CANDIDATES]]
             facts = self._facts(head)
             return head, file_rows(head, found.evidence, fused, query, facts, self.history)
+
+    def definition_features(self, text: str) -> tuple[list[str], np.ndarray]:
+        """The best 100 hand-scored definitions (`path::qualname`) and their feature rows."""
+        with self._lock:
+            self.catch_up()
+            query = parse_query(text)
+            found = self._gather(query)
+            ranked, file_share = self._order_files(found, query)
+            scored = self._score_definitions(found, file_share)
+            scored.sort(key=lambda d: (-d.total, d.path, d.symbol.line, d.symbol.qualname))
+            best = scored[:CANDIDATES]
+            keys = [f"{d.path}::{d.symbol.qualname}" for d in best]
+            return keys, self._definition_rows(best, query, ranked, file_share)
+
+    def _definition_rows(
+        self,
+        best: Sequence[_Scored],
+        query: TaskQuery,
+        ranked: Sequence[tuple[str, float]],
+        file_share: dict[str, float],
+    ) -> np.ndarray:
+        file_rank = {path: 1.0 / (n + 1) for n, (path, _) in enumerate(ranked[:200])}
+        facts = [
+            DefinitionFacts(
+                d.path,
+                d.symbol.qualname,
+                d.symbol.kind,
+                d.symbol.end_line - d.symbol.line,
+                d.total,
+                d.within,
+                d.chunk,
+                d.named,
+            )
+            for d in best
+        ]
+        return definition_rows(facts, query, file_share, file_rank)
+
+    def _rerank_definitions(
+        self,
+        scored: Sequence[_Scored],
+        query: TaskQuery,
+        ranked: Sequence[tuple[str, float]],
+        file_share: dict[str, float],
+    ) -> list[tuple[_Scored, float]]:
+        """The learned model's order of the best definitions, scores as softmax shares; the
+        rest follow in the hand order, below the last of them."""
+        assert self.definition_ranker is not None
+        best = scored[:CANDIDATES]
+        learned = self.definition_ranker.score(
+            self._definition_rows(best, query, ranked, file_share)
+        )
+        shares = np.exp(learned - learned.max()).tolist()
+        order = sorted(
+            zip(best, shares, strict=True),
+            key=lambda ds: (-ds[1], ds[0].path, ds[0].symbol.line, ds[0].symbol.qualname),
+        )
+        floor = order[-1][1] * 0.5
+        return order + [(d, floor) for d in scored[CANDIDATES:]]
 
     def _named_symbol(self, path: str, qualname: str) -> Symbol | None:
         record = self._post.held.get(path)

@@ -19,7 +19,7 @@ import numpy as np
 
 from kestrel.context.history import History
 from kestrel.context.query import TaskQuery
-from kestrel.context.rank import Signals, about_tests, is_doc_path, is_test_path
+from kestrel.context.rank import CLASS_KINDS, Signals, about_tests, is_doc_path, is_test_path
 from kestrel.context.tokens import path_tokens, stem
 
 FILE_FEATURES = (
@@ -146,5 +146,86 @@ def file_rows(
             1.0 if history else 0.0,
             similar.get(path, 0.0),
             similar_rank.get(path, 0.0),
+        )
+    return rows
+
+
+DEFINITION_FEATURES = (
+    "total",
+    "total_rank",
+    "within",
+    "within_file_rank",
+    "chunk",
+    "named",
+    "file_share",
+    "file_rank",
+    "class",
+    "method",
+    "private",
+    "dunder",
+    "init",
+    "name_hits",
+    "name_share",
+    "owner_named",
+    "log_lines",
+)
+"""What a definition's row holds, in column order."""
+
+
+@dataclass(frozen=True, slots=True)
+class DefinitionFacts:
+    """A candidate definition as the engine scored it."""
+
+    path: str
+    qualname: str
+    kind: str
+    lines: int
+    total: float
+    within: float
+    chunk: float
+    named: float
+
+
+def definition_rows(
+    found: Sequence[DefinitionFacts],
+    query: TaskQuery,
+    file_share: Mapping[str, float],
+    file_rank: Mapping[str, float],
+) -> np.ndarray:
+    """One row of DEFINITION_FEATURES per candidate definition, in the order given."""
+    top = max((d.total for d in found), default=0.0) or 1.0
+    top_within = max((d.within for d in found), default=0.0) or 1.0
+    total_rank = _reciprocal_ranks({f"{d.path}\0{d.qualname}": d.total for d in found})
+    by_file: dict[str, dict[str, float]] = {}
+    for d in found:
+        by_file.setdefault(d.path, {})[d.qualname] = d.within
+    in_file = {path: _reciprocal_ranks(scores) for path, scores in by_file.items()}
+    terms = query.terms
+    named = {name.lower() for name in query.identifiers}
+    rows = np.zeros((len(found), len(DEFINITION_FEATURES)), dtype=np.float32)
+    for n, d in enumerate(found):
+        last = d.qualname.rsplit(".", 1)[-1]
+        words = _path_terms(d.qualname.replace(".", " "))
+        hits = sum(1 for w in words if w in terms)
+        owner = d.qualname.split(".", 1)[0] if "." in d.qualname else ""
+        dunder = last.startswith("__") and last.endswith("__")
+        rows[n] = (
+            d.total / top,
+            total_rank[f"{d.path}\0{d.qualname}"],
+            d.within / top_within,
+            in_file[d.path][d.qualname],
+            d.chunk,
+            d.named,
+            file_share.get(d.path, 0.0),
+            file_rank.get(d.path, 0.0),
+            1.0 if d.kind in CLASS_KINDS else 0.0,
+            1.0 if "." in d.qualname else 0.0,
+            1.0 if last.startswith("_") and not dunder else 0.0,
+            1.0 if dunder else 0.0,
+            1.0 if last == "__init__" else 0.0,
+            math.log1p(hits),
+            hits / len(words) if words else 0.0,
+            1.0 if owner and owner.lower() in named else 0.0,
+            math.log1p(max(d.lines, 0)),
         )
     return rows

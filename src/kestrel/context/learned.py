@@ -1,4 +1,4 @@
-"""A small learned model that reorders the engine's best candidate files.
+"""Small learned models that reorder the engine's best candidate files or definitions.
 
 The model is a one-hidden-layer network (or a linear model, with no hidden units) over the
 standardised rows of `kestrel.context.features`, trained listwise: for each task, the softmax of
@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from kestrel.context.features import FILE_FEATURES
+from kestrel.context.features import DEFINITION_FEATURES, FILE_FEATURES
 
-WEIGHTS_FILE = "ranker.json"
-"""The shipped model, inside this package."""
+SPACES = {"file": FILE_FEATURES, "definition": DEFINITION_FEATURES}
+"""What each kind of model ranks, and the features a row of that kind holds."""
+WEIGHTS_FILES = {"file": "ranker.json", "definition": "definition_ranker.json"}
+"""The shipped models, inside this package."""
 
 
 class RankerError(ValueError):
@@ -41,11 +43,13 @@ class LearnedRanker:
     hidden_bias: np.ndarray  # (units,)
     out: np.ndarray  # (units,)
     linear: np.ndarray  # (features,)
+    kind: str = "file"
+    """`file` (rows of FILE_FEATURES) or `definition` (rows of DEFINITION_FEATURES)."""
     about: str = ""
     """Where the model came from: data, date, figures (shown by `kestrel index --explain`)."""
 
     def score(self, rows: np.ndarray) -> np.ndarray:
-        """One score per row of FILE_FEATURES columns."""
+        """One score per row (columns of FILE_FEATURES or DEFINITION_FEATURES, by `kind`)."""
         x = (self._columns(rows) - self.mean) / self.scale
         score = x @ self.linear
         if self.out.size:
@@ -53,9 +57,10 @@ class LearnedRanker:
         return np.asarray(score, dtype=np.float64)
 
     def _columns(self, rows: np.ndarray) -> np.ndarray:
-        if self.features == FILE_FEATURES:
+        space = SPACES[self.kind]
+        if self.features == space:
             return rows.astype(np.float64)
-        picks = [FILE_FEATURES.index(name) for name in self.features]
+        picks = [space.index(name) for name in self.features]
         return rows[:, picks].astype(np.float64)
 
     def to_json(self) -> dict[str, Any]:
@@ -66,6 +71,7 @@ class LearnedRanker:
 
         return {
             "format": 1,
+            "kind": self.kind,
             "about": self.about,
             "features": list(self.features),
             "mean": r(self.mean),
@@ -81,9 +87,12 @@ class LearnedRanker:
         """Read a model written by `to_json`, checking every shape."""
         if not isinstance(raw, dict) or raw.get("format") != 1:
             raise RankerError("not a ranker model (format 1 expected)")
+        kind = raw.get("kind", "file")
+        if kind not in SPACES:
+            raise RankerError(f"unknown model kind {kind!r} (file or definition)")
         try:
             features = tuple(str(f) for f in raw["features"])
-            unknown = [f for f in features if f not in FILE_FEATURES]
+            unknown = [f for f in features if f not in SPACES[kind]]
             if unknown:
                 raise RankerError(f"unknown features: {', '.join(unknown)}")
             n = len(features)
@@ -95,6 +104,7 @@ class LearnedRanker:
                 hidden_bias=_array(raw["hidden_bias"], (-1,)),
                 out=_array(raw["out"], (-1,)),
                 linear=_array(raw["linear"], (n,)),
+                kind=kind,
                 about=str(raw.get("about", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -127,52 +137,71 @@ def _array(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
-DEFAULT_RANKER = "hand"
-"""What `KESTREL_RANKER` means when unset."""
+DEFAULT_RANKERS = {"file": "hand", "definition": "learned"}
+"""What `KESTREL_RANKER` and `KESTREL_DEFINITION_RANKER` mean when unset."""
+_VARIABLES = {"file": "KESTREL_RANKER", "definition": "KESTREL_DEFINITION_RANKER"}
 
 
-def default_ranker(env: Mapping[str, str] | None = None) -> LearnedRanker | None:
-    """The learned model when `KESTREL_RANKER` asks for it, else None (the hand-fused order).
+def default_ranker(
+    env: Mapping[str, str] | None = None, kind: str = "file"
+) -> LearnedRanker | None:
+    """The learned model of `kind` its variable asks for, else None (the hand-fused order).
 
-    `learned` takes the model shipped in the package, a path ending in `.json` a model of the
-    user's own (`bench/rank_train.py --out`). Off by default: on the localization dev split of
-    bug reports it ranked worse than the hand-tuned fusion, though better on the held-out
-    change descriptions it was trained on (docs/context.md). A bad setting or model file costs
-    the model, never the engine: one line on stderr says why.
+    `KESTREL_RANKER` (files) and `KESTREL_DEFINITION_RANKER` (definitions) take `learned` for
+    the model shipped in the package, `hand` for none, or a path ending in `.json` for a model
+    of the user's own (`bench/rank_train.py --out`). Files default to `hand`: on the
+    localization dev split of bug reports the learned file model ranked worse than the
+    hand-tuned fusion, though better on the held-out change descriptions it was trained on.
+    Definitions default to `learned`: there it lifted function Acc@5 from 42.9% to 55.4%
+    (docs/context.md). A bad setting or model file costs the model, never the engine: one line
+    on stderr says why.
     """
     env = os.environ if env is None else env
-    choice = env.get("KESTREL_RANKER", DEFAULT_RANKER).strip()
+    variable = _VARIABLES[kind]
+    choice = env.get(variable, DEFAULT_RANKERS[kind]).strip()
     if choice.lower() in ("hand", "none", "off", "0", "false", ""):
         return None
     try:
         if choice.lower() == "learned":
-            model = shipped_ranker()
+            model = shipped_ranker(kind)
             if model is None:
                 raise RankerError("this installation has no shipped model")
             return model
         if choice.endswith(".json"):
-            return LearnedRanker.load(Path(choice).expanduser())
+            model = LearnedRanker.load(Path(choice).expanduser())
+            if model.kind != kind:
+                raise RankerError(f"{choice} is a {model.kind} model, not a {kind} model")
+            return model
     except RankerError as exc:
-        print(f"kestrel: KESTREL_RANKER: {exc}; ranking by the hand-fused order", file=sys.stderr)
+        print(f"kestrel: {variable}: {exc}; ranking by the hand-fused order", file=sys.stderr)
         return None
     print(
-        f"kestrel: unknown KESTREL_RANKER {choice!r} (choose hand, learned or a model's .json "
+        f"kestrel: unknown {variable} {choice!r} (choose hand, learned or a model's .json "
         "path); ranking by the hand-fused order",
         file=sys.stderr,
     )
     return None
 
 
-def shipped_ranker() -> LearnedRanker | None:
-    """The model shipped in the package, or None when the package has none."""
+def default_definition_ranker(env: Mapping[str, str] | None = None) -> LearnedRanker | None:
+    """`default_ranker` for definitions (`KESTREL_DEFINITION_RANKER`, learned by default)."""
+    return default_ranker(env, "definition")
+
+
+def shipped_ranker(kind: str = "file") -> LearnedRanker | None:
+    """The model of `kind` shipped in the package, or None when the package has none."""
     try:
-        text = resources.files("kestrel.context").joinpath(WEIGHTS_FILE).read_text("utf-8")
+        name = WEIGHTS_FILES[kind]
+        text = resources.files("kestrel.context").joinpath(name).read_text("utf-8")
         raw = json.loads(text)
     except (FileNotFoundError, OSError):
         return None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RankerError(f"the shipped model is damaged: {exc}") from exc
-    return LearnedRanker.from_json(raw)
+    model = LearnedRanker.from_json(raw)
+    if model.kind != kind:
+        raise RankerError(f"the shipped {kind} model is a {model.kind} model")
+    return model
 
 
 def softmax_loss(scores: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarray]:
@@ -188,7 +217,8 @@ def softmax_loss(scores: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndar
 def train(
     groups: Sequence[tuple[np.ndarray, np.ndarray]],
     *,
-    features: Sequence[str] = FILE_FEATURES,
+    kind: str = "file",
+    features: Sequence[str] | None = None,
     units: int = 16,
     epochs: int = 60,
     l2: float = 1e-3,
@@ -201,7 +231,9 @@ def train(
     Adam over one task at a time, in a fixed random order per epoch: the same data and seed give
     the same model.
     """
-    picks = [FILE_FEATURES.index(f) for f in features]
+    space = SPACES[kind]
+    features = space if features is None else tuple(features)
+    picks = [space.index(f) for f in features]
     kept = [(x[:, picks].astype(np.float64), y) for x, y in groups if y.any()]
     if not kept:
         raise RankerError("no task has a labelled candidate to learn from")
@@ -231,6 +263,7 @@ def train(
         hidden_bias=params["hidden_bias"],
         out=params["out"],
         linear=params["linear"],
+        kind=kind,
         about=about,
     )
 

@@ -34,7 +34,7 @@ from mcp_types import (
 from kestrel.app_store import data_dir, version
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
-from kestrel.context.learned import default_ranker
+from kestrel.context.learned import default_definition_ranker, default_ranker
 from kestrel.mcp_server.code_tools import MapTool, SearchTool
 from kestrel.mcp_server.edit_tool import ApplyEditTool
 from kestrel.mcp_server.options import ServeOptions
@@ -186,7 +186,12 @@ def serve(options: ServeOptions) -> None:
 
 def _open_index(root: Path) -> ContextEngine:
     """The context engine for the repository, its index in the user's cache directory."""
-    return ContextEngine.open(root, embedder=default_embedder(), ranker=default_ranker())
+    return ContextEngine.open(
+        root,
+        embedder=default_embedder(),
+        ranker=default_ranker(),
+        definition_ranker=default_definition_ranker(),
+    )
 
 
 async def _nothing_to_announce(plan: PlannedWrite) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kestrel.context.embed import default_embedder
 from kestrel.context.engine import ContextEngine
-from kestrel.context.learned import default_ranker
+from kestrel.context.learned import default_definition_ranker, default_ranker
 from kestrel.tools.code import CodeIndex, RankedMap, repository_map
 from kestrel.tui.mentions import SymbolName
 
@@ -22,7 +22,12 @@ MAX_SYMBOLS = 50_000
 
 def open_engine(root: Path) -> ContextEngine:
     """The engine for `root`, its index in the user's cache, as a session's code tools open it."""
-    return ContextEngine.open(root, embedder=default_embedder(), ranker=default_ranker())
+    return ContextEngine.open(
+        root,
+        embedder=default_embedder(),
+        ranker=default_ranker(),
+        definition_ranker=default_definition_ranker(),
+    )
 
 
 @dataclass(frozen=True, slots=True)
