@@ -103,18 +103,20 @@ def test_the_shipped_model_loads_when_the_package_has_one() -> None:
         assert "trained" in model.about
 
 
-def _one_feature_model(feature: str, weight: float) -> LearnedRanker:
-    n = len(FILE_FEATURES)
+def _one_feature_model(feature: str, weight: float, kind: str = "file") -> LearnedRanker:
+    space = FILE_FEATURES if kind == "file" else DEFINITION_FEATURES
+    n = len(space)
     linear = np.zeros(n)
-    linear[FILE_FEATURES.index(feature)] = weight
+    linear[space.index(feature)] = weight
     return LearnedRanker(
-        features=FILE_FEATURES,
+        features=space,
         mean=np.zeros(n),
         scale=np.ones(n),
         hidden=np.zeros((n, 0)),
         hidden_bias=np.zeros(0),
         out=np.zeros(0),
         linear=linear,
+        kind=kind,
     )
 
 
@@ -207,22 +209,6 @@ def test_kestrel_ranker_chooses_the_model_and_bad_settings_fall_back(
     assert "gone.json" in capsys.readouterr().err
 
 
-def _definition_model(feature: str, weight: float) -> LearnedRanker:
-    n = len(DEFINITION_FEATURES)
-    linear = np.zeros(n)
-    linear[DEFINITION_FEATURES.index(feature)] = weight
-    return LearnedRanker(
-        features=DEFINITION_FEATURES,
-        mean=np.zeros(n),
-        scale=np.ones(n),
-        hidden=np.zeros((n, 0)),
-        hidden_bias=np.zeros(0),
-        out=np.zeros(0),
-        linear=linear,
-        kind="definition",
-    )
-
-
 def test_the_engine_orders_definitions_by_its_definition_ranker(tmp_path: Path) -> None:
     source = (
         "def refund_total(order):\n    return order.refund_total  # refund total refund\n\n\n"
@@ -234,7 +220,7 @@ def test_the_engine_orders_definitions_by_its_definition_ranker(tmp_path: Path) 
     task = "refund_total refund total is wrong"
     names = [s.qualname for s in engine.search(task).symbols]
     assert names[0] == "refund_total"
-    engine.definition_ranker = _definition_model("private", 5.0)
+    engine.definition_ranker = _one_feature_model("private", 5.0, "definition")
     reranked = engine.search(task).symbols
     assert [s.qualname for s in reranked][:2] == ["_refund_rounding", "refund_total"]
     assert reranked[0].score == 1.0
