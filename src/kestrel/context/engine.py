@@ -3,46 +3,28 @@
 from __future__ import annotations
 
 import gc
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
+from kestrel.context import ranking
 from kestrel.context.embed import Embedder
-from kestrel.context.features import (
-    CANDIDATES,
-    DefinitionFacts,
-    Evidence,
-    FileFacts,
-    definition_rows,
-    file_rows,
-)
 from kestrel.context.history import History, head_of, read_history
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
 from kestrel.context.inventory import Entry, classify, list_files
 from kestrel.context.learned import LearnedRanker
-from kestrel.context.lexical import Bm25Index, ScoreArray
 from kestrel.context.loading import SnapshotWriter, load_index
 from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
-from kestrel.context.postings import CHUNK_SEP, Postings
+from kestrel.context.postings import Postings
 from kestrel.context.query import TaskQuery, parse_query
 from kestrel.context.rank import (
-    CLASS_KINDS,
     PathIndex,
-    Signals,
     Weights,
-    fuse,
-    identifier_scores,
-    mention_scores,
-    normalised,
 )
 from kestrel.context.reader import RANKED_KINDS, ReadFile, index_workers, read_files
-from kestrel.context.record import prefetch_definitions
-from kestrel.context.semantic import spread
 from kestrel.context.watch import ChangeWatcher
 
 __all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
@@ -50,9 +32,6 @@ __all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
 Progress = Callable[[int, int], None]
 """Called as (files done, files to do) while indexing."""
 
-_CHUNK_POOL = 3000
-_SEMANTIC_FILES = 200
-_SEMANTIC_ROWS = 200
 BULK_MIN_FILES = 500
 """A read of more files than this (and than a tenth of the index) rebuilds the postings whole."""
 POOL_MIN_FILES = 1000
@@ -62,29 +41,6 @@ BACKGROUND_MIN_FILES = 100
 REBUILD_MIN_FILES = 2000
 """While a bulk read runs, the postings are rebuilt each time this many files (or as many as
 they hold, if more) have been read, so that a first index answers with what it has so far."""
-
-
-class _Found(NamedTuple):
-    """What one query found in the index."""
-
-    evidence: Evidence
-    chunk_hits: list[tuple[str, str, float]]
-    chunk_norm: float
-    ident_symbols: dict[tuple[str, str], float]
-    semantic_symbols: dict[tuple[str, str], float]
-
-
-class _Scored(NamedTuple):
-    """A candidate definition: its score overall, and within its own file."""
-
-    total: float
-    within: float
-    path: str
-    symbol: Symbol
-    chunk: float = 0.0
-    """Its chunk's BM25 over the best chunk's."""
-    named: float = 0.0
-    """What the task's identifiers (and meaning, when on) add."""
 
 
 class _Job:
@@ -658,254 +614,19 @@ class ContextEngine:
     def _rank(
         self, query: TaskQuery, k: int, per_file: int
     ) -> tuple[tuple[FileHit, ...], tuple[SymbolHit, ...]]:
-        found = self._gather(query)
-        held = self._post.held
-        ranked, file_share = self._order_files(found, query)
-        scored = self._score_definitions(found, file_share)
-        # Ties go by path, line and name; (path, qualname) is unique.
-        scored.sort(key=lambda d: (-d.total, d.path, d.symbol.line, d.symbol.qualname))
-        wanted = max(k * per_file, 10)
-        if self.definition_ranker is not None and scored:
-            best = self._rerank_definitions(scored, query, ranked, file_share)
-            overall = [_symbol_hit(d.path, d.symbol, share) for d, share in best[:wanted]]
-        else:
-            overall = [_symbol_hit(d.path, d.symbol, d.total) for d in scored[:wanted]]
-        # A file's own list keeps classes at their full score: a class shown whole holds
-        # the methods that matched in it.
-        shown = {path for path, _ in ranked[:k]}
-        per_path: dict[str, list[SymbolHit]] = {}
-        ours = (d for d in scored if d.path in shown)
-        for d in sorted(ours, key=lambda d: (-d.within, d.path, d.symbol.line, d.symbol.qualname)):
-            mine = per_path.setdefault(d.path, [])
-            if len(mine) < per_file:
-                mine.append(_symbol_hit(d.path, d.symbol, d.total))
-        hits = tuple(
-            FileHit(
-                path=path,
-                score=round(score, 6),
-                content_hash=held[path].content_hash,
-                symbols=tuple(per_path.get(path, ())),
-            )
-            for path, score in ranked[:k]
-        )
-        return hits, tuple(overall)
-
-    def _score_definitions(self, found: _Found, file_share: dict[str, float]) -> list[_Scored]:
-        """Every candidate definition in the files that can be served, scored (unsorted)."""
-        w = self.weights
-        held = self._post.held
-        # Definitions are looked up only in files that can still be served.
-        prefetch_definitions(
-            (held[path], int(index)) for path, index, _ in found.chunk_hits if path in file_share
-        )
-        chunk_part: dict[tuple[str, str], float] = {}
-        defined: dict[tuple[str, str], Symbol] = {}
-        for path, index, score in found.chunk_hits:
-            if path not in file_share:
-                continue
-            symbol = self._symbol(path, int(index))
-            if symbol is not None:
-                chunk_part[(path, symbol.qualname)] = score / found.chunk_norm
-                defined.setdefault((path, symbol.qualname), symbol)
-        named_part: dict[tuple[str, str], float] = {}
-        for which, bonus in (*found.ident_symbols.items(), *found.semantic_symbols.items()):
-            named_part[which] = named_part.get(which, 0.0) + bonus
-        scored: list[_Scored] = []
-        for key in chunk_part.keys() | named_part.keys():
-            path, qualname = key
-            if path not in file_share:
-                continue
-            symbol = defined.get(key) or self._named_symbol(path, qualname)
-            if symbol is None:
-                continue
-            share = file_share[path]
-            chunk, named = chunk_part.get(key, 0.0), named_part.get(key, 0.0)
-            within = chunk + named + w.symbol_file_share * share
-            total = within * share**w.symbol_file_power
-            if symbol.kind in CLASS_KINDS:
-                total *= w.class_symbol_prior
-            scored.append(_Scored(total, within, path, symbol, chunk, named))
-        return scored
-
-    def _gather(self, query: TaskQuery) -> _Found:
-        """Every signal the task gives, per file, and the matching definition chunks."""
-        qvec: dict[int, float] = {}
-        for term, count in query.terms.items():
-            term_id = self._vocab.get(term)
-            if term_id is not None:
-                qvec[term_id] = 1.0 + math.log(count)
-        post = self._post
-        signals = Signals()
-        file_scores = post.files.scores(qvec)
-        signals.lexical_file = normalised(_top(post.files, file_scores, 500))
-        chunk_top = _top(post.chunks, post.chunks.scores(qvec), _CHUNK_POOL)
-        best_chunk: dict[str, float] = {}
-        hits_per_file: dict[str, int] = {}
-        chunk_hits: list[tuple[str, str, float]] = []
-        for key, score in chunk_top.items():
-            path, _, index = key.partition(CHUNK_SEP)
-            if score > best_chunk.get(path, 0.0):
-                best_chunk[path] = score
-            hits_per_file[path] = hits_per_file.get(path, 0) + 1
-            chunk_hits.append((path, index, score))
-        signals.lexical_chunk = normalised(best_chunk)
-        semantic_symbols: dict[tuple[str, str], float] = {}
-        signals.semantic = self._semantic(query, semantic_symbols)
-        signals.identifier, ident_symbols = identifier_scores(query, self.definitions_named)
-        signals.mention = mention_scores(query, self._path_index)
-        names: dict[str, int] = {}
-        for path, _ in ident_symbols:
-            names[path] = names.get(path, 0) + 1
-        return _Found(
-            Evidence(signals, hits_per_file, names),
-            chunk_hits,
-            max(chunk_top.values(), default=0.0) or 1.0,
-            ident_symbols,
-            semantic_symbols,
-        )
-
-    def _order_files(
-        self, found: _Found, query: TaskQuery
-    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
-        """Files best first with their scores, and the best 200's share of the top score."""
-        fused = fuse(found.evidence.signals, query, self.weights, self._kinds)
-        held = self._post.held
-        ranked = sorted(
-            ((p, s) for p, s in fused.items() if p in held and p not in self._pending),
-            key=lambda kv: (-kv[1], kv[0]),
-        )
-        if self.ranker is not None and ranked:
-            ranked = self._rerank(ranked, found.evidence, fused, query)
-        top_file = ranked[0][1] if ranked else 1.0
-        file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
-        return ranked, file_share
-
-    def _rerank(
-        self,
-        ranked: list[tuple[str, float]],
-        evidence: Evidence,
-        fused: dict[str, float],
-        query: TaskQuery,
-    ) -> list[tuple[str, float]]:
-        """The learned model's order of the best candidates, scores as softmax shares."""
-        assert self.ranker is not None
-        head = [p for p, _ in ranked[:CANDIDATES]]
-        rows = file_rows(head, evidence, fused, query, self._facts(head), self.history)
-        learned = self.ranker.score(rows)
-        shares = np.exp(learned - learned.max())
-        order = sorted(zip(head, shares.tolist(), strict=True), key=lambda kv: (-kv[1], kv[0]))
-        floor = order[-1][1]
-        rest = ranked[CANDIDATES:]
-        last = ranked[CANDIDATES - 1][1] if rest and ranked[CANDIDATES - 1][1] > 0 else 1.0
-        return order + [(p, floor * min(1.0, s / last) * 0.5) for p, s in rest]
-
-    def _facts(self, paths: Sequence[str]) -> dict[str, FileFacts]:
-        held = self._post.held
-        records = [held[p] for p in paths if p in held]
-        return {r.path: FileFacts(r.size, r.chunk_count, r.kind) for r in records}
+        return ranking.rank(self, query, k, per_file)
 
     def file_features(self, text: str) -> tuple[list[str], np.ndarray]:
         """The candidate files the learned ranker would reorder and their feature rows."""
-        self._read_history()
-        with self._lock:
-            self.catch_up()
-            query = parse_query(text)
-            found = self._gather(query)
-            fused = fuse(found.evidence.signals, query, self.weights, self._kinds)
-            held = self._post.held
-            ranked = sorted(
-                ((p, s) for p, s in fused.items() if p in held and p not in self._pending),
-                key=lambda kv: (-kv[1], kv[0]),
-            )
-            head = [p for p, _ in ranked[:CANDIDATES]]
-            facts = self._facts(head)
-            return head, file_rows(head, found.evidence, fused, query, facts, self.history)
+        return ranking.file_features(self, text)
 
     def definition_features(self, text: str) -> tuple[list[str], np.ndarray]:
         """The best 100 hand-scored definitions (`path::qualname`) and their feature rows."""
-        with self._lock:
-            self.catch_up()
-            query = parse_query(text)
-            found = self._gather(query)
-            ranked, file_share = self._order_files(found, query)
-            scored = self._score_definitions(found, file_share)
-            scored.sort(key=lambda d: (-d.total, d.path, d.symbol.line, d.symbol.qualname))
-            best = scored[:CANDIDATES]
-            keys = [f"{d.path}::{d.symbol.qualname}" for d in best]
-            return keys, self._definition_rows(best, query, ranked, file_share)
-
-    def _definition_rows(
-        self,
-        best: Sequence[_Scored],
-        query: TaskQuery,
-        ranked: Sequence[tuple[str, float]],
-        file_share: dict[str, float],
-    ) -> np.ndarray:
-        file_rank = {path: 1.0 / (n + 1) for n, (path, _) in enumerate(ranked[:200])}
-        facts = [
-            DefinitionFacts(
-                d.path,
-                d.symbol.qualname,
-                d.symbol.kind,
-                d.symbol.end_line - d.symbol.line,
-                d.total,
-                d.within,
-                d.chunk,
-                d.named,
-            )
-            for d in best
-        ]
-        return definition_rows(facts, query, file_share, file_rank)
-
-    def _rerank_definitions(
-        self,
-        scored: Sequence[_Scored],
-        query: TaskQuery,
-        ranked: Sequence[tuple[str, float]],
-        file_share: dict[str, float],
-    ) -> list[tuple[_Scored, float]]:
-        """The learned model's order of the best definitions, scores as softmax shares; the
-        rest follow in the hand order, below the last of them."""
-        assert self.definition_ranker is not None
-        best = scored[:CANDIDATES]
-        learned = self.definition_ranker.score(
-            self._definition_rows(best, query, ranked, file_share)
-        )
-        shares = np.exp(learned - learned.max()).tolist()
-        order = sorted(
-            zip(best, shares, strict=True),
-            key=lambda ds: (-ds[1], ds[0].path, ds[0].symbol.line, ds[0].symbol.qualname),
-        )
-        floor = order[-1][1] * 0.5
-        return order + [(d, floor) for d in scored[CANDIDATES:]]
+        return ranking.definition_features(self, text)
 
     def _named_symbol(self, path: str, qualname: str) -> Symbol | None:
         record = self._post.held.get(path)
         return None if record is None else record.definition_named(qualname)
-
-    def _semantic(
-        self, query: TaskQuery, symbol_scores: dict[tuple[str, str], float]
-    ) -> dict[str, float]:
-        """Files by their chunk closest in meaning to the task; close chunks lift definitions."""
-        w = self.weights
-        if (
-            self._embedder is None
-            or not len(self._post.vectors)
-            or w.semantic + w.semantic_symbol <= 0
-        ):
-            return {}
-        vector = self._embedder.embed([query.text])[0]
-        if not vector.any():
-            return {}
-        hits = self._post.vectors.search(vector, files=_SEMANTIC_FILES, rows=_SEMANTIC_ROWS)
-        rows = spread({f"{path}{CHUNK_SEP}{i}": score for path, i, score in hits.rows})
-        for key, score in rows.items():
-            path, _, index = key.partition(CHUNK_SEP)
-            symbol = self._symbol(path, int(index))  # None for the file's own row
-            if symbol is not None:
-                named = (path, symbol.qualname)
-                symbol_scores[named] = symbol_scores.get(named, 0.0) + w.semantic_symbol * score
-        return spread(hits.files)
 
     def _symbol(self, path: str, index: int) -> Symbol | None:
         record = self._post.held.get(path)
@@ -943,25 +664,3 @@ def _settle() -> None:
     freed by reference counting; only reference cycles among them would wait.
     """
     gc.freeze()
-
-
-def _symbol_hit(path: str, symbol: Symbol, score: float) -> SymbolHit:
-    return SymbolHit(
-        path=path,
-        qualname=symbol.qualname,
-        kind=symbol.kind,
-        line=symbol.line,
-        end_line=symbol.end_line,
-        signature=symbol.signature,
-        score=round(score, 6),
-    )
-
-
-def _top(index: Bm25Index, scores: ScoreArray, n: int) -> dict[str, float]:
-    positive = int(np.count_nonzero(scores > 0))
-    if positive == 0:
-        return {}
-    n = min(n, positive)
-    picked = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
-    kept = picked[scores[picked] > 0]
-    return dict(zip(index.keys_of(kept.tolist()), scores[kept].tolist(), strict=True))
