@@ -4,6 +4,7 @@ by the fast model when allowed, its cost counted, never twice, never stopping th
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -166,3 +167,16 @@ def test_reading_the_model_answer() -> None:
     assert read_order("[]", 3) is None
     assert read_order("no list", 3) is None
     assert read_order('["a"] then [1]', 3) == [0]
+
+
+def test_an_unreadable_index_leaves_a_note_and_the_session_goes_on(tmp_path: Path) -> None:
+    loop = _loop(tmp_path, [], files=2, rerank=0)
+
+    async def broken(text: str, k: int) -> SearchResult:
+        raise sqlite3.DatabaseError("file is not a database")
+
+    loop.code_search = broken
+    finished = asyncio.run(loop.run())
+    assert finished.reason == "done"
+    [added] = _added(loop)
+    assert "the code index could not be read: file is not a database" in added.text

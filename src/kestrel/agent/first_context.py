@@ -8,6 +8,7 @@ the engine's order, and the session goes on as it would without it.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -37,7 +38,8 @@ async def add_first_context(loop: AgentLoop) -> None:
     wanted = max(config.first_context_files, config.rerank_candidates)
     try:
         result = await search(loop.state.task, wanted)
-    except (KestrelError, OSError) as exc:
+    except (KestrelError, OSError, sqlite3.Error, ValueError) as exc:
+        # A damaged or unreadable index costs the first context, never the session.
         loop.emit(ContextAdded(source=SOURCE, text=f"(the code index could not be read: {exc})"))
         return
     if not result.files:
