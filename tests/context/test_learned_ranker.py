@@ -96,11 +96,16 @@ def test_an_unreadable_model_file_is_a_ranker_error(tmp_path: Path) -> None:
         LearnedRanker.load(path)
 
 
-def test_the_shipped_model_loads_when_the_package_has_one() -> None:
-    model = shipped_ranker()
-    if model is not None:
-        assert model.features and set(model.features) <= set(FILE_FEATURES)
-        assert "trained" in model.about
+@pytest.mark.parametrize(
+    ("kind", "space"), [("file", FILE_FEATURES), ("definition", DEFINITION_FEATURES)]
+)
+def test_both_shipped_models_load_and_score_their_rows(kind: str, space: tuple[str, ...]) -> None:
+    model = shipped_ranker(kind)
+    assert model is not None and model.kind == kind
+    assert model.features and set(model.features) <= set(space)
+    assert "trained" in model.about
+    scores = model.score(np.zeros((3, len(space)), dtype=np.float32))
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
 
 
 def _one_feature_model(feature: str, weight: float, kind: str = "file") -> LearnedRanker:
