@@ -31,6 +31,7 @@ guess, so that never decides. The chosen pairs must still lie in the edit's orde
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -63,6 +64,7 @@ class _Content:
     ) -> None:
         self.file_lines, self.wanted, self.key = file_lines, wanted, key
         self.known: dict[tuple[int, int], int] = {}
+        self.counts: Counter[str] | None = None
 
     @property
     def exhausted(self) -> bool:
@@ -75,6 +77,24 @@ class _Content:
             matcher = difflib.SequenceMatcher(None, region, self.wanted, autojunk=False)
             self.known[at] = sum(block.size for block in matcher.get_matching_blocks())
         return self.known[at]
+
+    def shares_unique(self, choice: Choice, besides: Choice) -> bool:
+        """Whether a line of `choice`'s region outside `besides`'s, paired with a line of the
+        stretch, occurs only once in the file."""
+        if self.counts is None:
+            self.counts = Counter(self.key(line) for line in self.file_lines)
+        region = [self.key(line) for line in self.file_lines[choice.start : choice.end + 1]]
+        matcher = difflib.SequenceMatcher(None, region, self.wanted, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for n in range(choice.start + block.a, choice.start + block.a + block.size):
+                inside = besides.start <= n <= besides.end
+                if not inside and self.counts[region[n - choice.start]] == 1:
+                    return True
+        return False
+
+    def removed(self, choice: Choice) -> int:
+        """The region's lines that are not among the stretch's (what the reading deletes)."""
+        return choice.end - choice.start + 1 - self.kept(choice)
 
     def changed(self, choice: Choice) -> int:
         kept = self.kept(choice)
@@ -141,13 +161,73 @@ def best_region(
             if top.net > 0 and other.net > top.net and _keeps_as_many(other, top, content):
                 return None  # Both remove lines and keep as much: which lines is a guess.
             continue  # Its ends prove less.
-        if top.net > 0 or other.net == 0 or content.exhausted:
+        if top.net > 0 or content.exhausted:
             return None
-        if not _keeps_as_much(top, other, content, len(wanted)):
+        if other.net == 0 and not _only_top_keeps_all(top, other, content):
             return None
         if content.changed(other) < content.changed(top):
             return None
+        if not _keeps_as_much(top, other, content, len(wanted)) and not _fewer_changes(
+            top, other, content
+        ):
+            return None
     return top
+
+
+def past_empty_markers(
+    file_lines: Sequence[str],
+    lines: Sequence[str],
+    places: tuple[Sequence[int], Sequence[int]],
+    key: Callable[[str], str],
+    *,
+    same: bool,
+    bounds: tuple[int | None, int | None],
+) -> Choice | None:
+    """A second look at a stretch `best_region` left unsettled, when the edit's top (bottom)
+    marker would stand for no line of the file at some of its places (a start at or above the
+    first non-blank line `bounds[0]`, an end at or below the last one `bounds[1]`). Those
+    places are dropped only when their ends also prove less than the reading that wins
+    without them and less than `STRONG` lines: an empty marker alone is no proof, as models
+    write one at a file's end, and a twin block there may be the one meant."""
+    above, below = bounds
+    starts = [n for n in places[0] if above is None or n > above]
+    stops = [n for n in places[1] if below is None or n < below]
+    if same:
+        starts = stops = [n for n in starts if n in set(stops)]
+    gone_starts = [n for n in places[0] if n not in set(starts)]
+    gone_stops = [n for n in places[1] if n not in set(stops)]
+    if not (gone_starts or gone_stops) or not starts or not stops:
+        return None
+    choice = best_region(file_lines, lines, starts, stops, key, same=same)
+    if choice is None:
+        return None
+    wanted = [key(line) for line in lines]
+    head = min(choice.head, STRONG)
+    if any(run_from(file_lines, n, wanted, key) >= head for n in gone_starts):
+        return None
+    tail = min(choice.tail, STRONG)
+    if any(run_back(file_lines, n, wanted, key) >= tail for n in gone_stops):
+        return None
+    return choice
+
+
+def _only_top_keeps_all(top: Choice, other: Choice, content: _Content) -> bool:
+    """Whether every line of `top`'s region is a line of the stretch while `other`'s region
+    holds lines the stretch leaves out: `other` deletes code though it is no longer than the
+    stretch (the new code resembles the code it would overwrite)."""
+    if content.exhausted:
+        return False
+    return content.removed(top) == 0 and content.removed(other) > 0
+
+
+def _fewer_changes(top: Choice, other: Choice, content: _Content) -> bool:
+    """Whether `top` deletes nothing and changes fewer lines than `other`, which deletes code,
+    and `other` holds more of the stretch's lines only because the new code resembles code
+    repeated in the file: a line it shares with the stretch that occurs once in the file says
+    the stretch rewrites that code (the insertion would leave the file with it twice)."""
+    if content.removed(top) or content.changed(top) >= content.changed(other):
+        return False
+    return not content.shares_unique(other, top)
 
 
 def _keeps_as_many(other: Choice, top: Choice, content: _Content) -> bool:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kestrel.edits.doc import Doc
+from kestrel.edits.doc import BOM, Doc
 from kestrel.edits.errors import Ambiguous, MalformedEdit
 from kestrel.edits.indent import Reindent, restyler
 from kestrel.edits.lazy_anchor import (
@@ -28,7 +28,7 @@ from kestrel.edits.lazy_anchor import (
     anchor_reindent,
     place_anchors,
 )
-from kestrel.edits.lazy_context import best_region
+from kestrel.edits.lazy_context import best_region, past_empty_markers
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,9 @@ def stretches(lines: Sequence[str], markers: Sequence[bool]) -> list[Stretch]:
 
 def merge(doc: Doc, lines: Sequence[str], markers: Sequence[bool], path: str) -> Doc:
     """`doc` with the lazy edit `lines` merged in (`markers[i]`: line i is an elision)."""
+    if doc.bom and lines and lines[0].startswith(BOM):
+        # The file's byte order mark copied with its first line: the file keeps its own.
+        lines = [lines[0].removeprefix(BOM), *lines[1:]]
     parts = stretches(lines, markers)
     if not parts:
         raise MalformedEdit(
@@ -157,12 +160,24 @@ def _settle(
     (`kestrel.edits.lazy_context`), or `None` when no placement is proven over the others."""
     key = dict(TIERS)[solved.tier]
     picked = [-1] * len(anchors)
-    for part, (head, tail) in zip(parts, owners, strict=True):
+    for k, (part, (head, tail)) in enumerate(zip(parts, owners, strict=True)):
         starts = solved.candidates[head] if head >= 0 else (ends[0],)
         stops = solved.candidates[tail] if tail >= 0 and part.before_marker else (ends[1],)
         if head >= 0 and tail == head:
             stops = starts  # A one-line stretch: its line is both ends.
         choice = best_region(file_lines, part.lines, starts, stops, key, same=tail == head)
+        if choice is None:
+            # A marker at the edit's top (bottom) says some lines lie above (below) it.
+            above = ends[0] if k == 0 and part.after_marker else None
+            below = ends[1] if k == len(parts) - 1 and part.before_marker else None
+            choice = past_empty_markers(
+                file_lines,
+                part.lines,
+                (starts, stops),
+                key,
+                same=tail == head,
+                bounds=(above, below),
+            )
         if choice is None:
             return None
         if head >= 0:
