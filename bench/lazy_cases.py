@@ -15,7 +15,8 @@ unchanged stretch left out. Kinds of case (the runner's `perturbation`):
 - `whole`: the whole new file, eliding only unchanged runs of 30 lines or more (big edits).
 - `crlf`: `unique` on the file with CRLF endings (edit written with LF).
 - `dedent`: `unique` with every edit line shifted left by the edit's common indentation (not for
-  commits that change a line's whitespace only, which a shifted edit cannot say).
+  commits that change a line's whitespace only, nor for edits with a line of spaces only, whose
+  width a shifted edit cannot say).
 - `ambiguous`: the file with a copy of the first stretch's whole region above it, so the edit
   fits two places equally well: must be refused.
 
@@ -38,8 +39,9 @@ import json
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from lazy_expect import Group, drops_unshown
 
 from kestrel.edits.elide import is_marker_line
 
@@ -65,16 +67,6 @@ COMMENT = {
 }
 CONTEXT = 3
 WHOLE_MIN_RUN = 30
-
-
-@dataclass(frozen=True)
-class Group:
-    """File-before lines `[start, stop)` shown in the edit, and after-lines `[a_start, a_stop)`."""
-
-    start: int
-    stop: int
-    a_start: int
-    a_stop: int
 
 
 def marker_for(path: str) -> str:
@@ -260,6 +252,8 @@ def dedent_edit(edit: str) -> str | None:
     cut = min(indents, default=0)
     if cut == 0 or any("\t" in line[:cut] for line in lines):
         return None
+    if any(line and not line.strip() for line in lines):
+        return None  # Shifted, a line of spaces only loses width the edit can no longer say.
     return fence(head, [line[cut:] for line in lines])
 
 
@@ -299,41 +293,6 @@ def _ambiguous(
         return
     text = "".join(line + "\n" for line in [*before[:at], *region, *before[at:]])
     yield "ambiguous", text + "\0" + render(path, before, after, shown)
-
-
-def drops_unshown(before: Sequence[str], after: Sequence[str], shown: list[Group]) -> bool:
-    """Whether the edit, with no marker above (below) it, drops lines at the top (bottom) of
-    the file that it neither shows elsewhere (moved) nor writes new lines over: that reads the
-    same as an edit whose marker was forgotten, so the format cannot say it and the edit must
-    be refused."""
-    if not shown:
-        return False
-    top, end = shown[0], shown[-1]
-    if top.start == 0 and _drops_top(before[: top.stop], after[: top.a_stop]):
-        return True
-    if end.stop < len(before):
-        return False
-    return _drops_top(before[end.start :][::-1], after[end.a_start :][::-1])
-
-
-def _drops_top(before: Sequence[str], after: Sequence[str]) -> bool:
-    f = [line.strip() for line in before if line.strip()]
-    e = [line.strip() for line in after if line.strip()]
-    if not f or not e or e[0] == f[0]:
-        return False
-    new_above = next((n for n, line in enumerate(e) if line in set(f)), None)
-    if new_above is None:
-        return False
-    j = f.index(e[new_above])
-    spare = Counter(e)
-    spare.subtract(f[j:])
-    dropped = 0
-    for line in f[:j]:
-        if spare[line] > 0:
-            spare[line] -= 1
-        else:
-            dropped += 1
-    return dropped > new_above
 
 
 def _whitespace_changes(before: Sequence[str], after: Sequence[str]) -> bool:
