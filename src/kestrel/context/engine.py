@@ -111,10 +111,14 @@ class ContextEngine:
         """Whether the postings came from the snapshot (else every record was decoded)."""
         self.notice = _notice(store, loaded.note)
         """Why the index or its snapshot had to be rebuilt on opening ("" when it did not)."""
+        self._unsaved = 0
+        """Batches applied to the records and not yet saved to the index (or failed to)."""
         if not loaded.from_snapshot:
-            self._snapshots.schedule(self._vocab, self._records, self._post)
-        # Built now and kept up to date: built on a first query, they cost it 0.4 s at 31k files.
-        self._path_index = PathIndex(list(self._records))
+            # Decoded from the index's rows just now: the snapshot stands for them.
+            self._snapshots.schedule(self._vocab, self._records, self._post, saved=True)
+        # Kept up to date: built on a first query, they cost it 0.4 s at 31k files. A big
+        # index's path lookups are built on a thread, so that opening returns sooner.
+        self._path_index = PathIndex(list(self._records), background=True)
         self._kinds: dict[str, str] = {p: r.kind for p, r in self._records.items()}
         if not loaded.from_snapshot:
             gc.collect()  # what decoding left behind, before the rest is settled
@@ -341,6 +345,7 @@ class ContextEngine:
                     upserts, removed, touched = self._apply(batch, records, bulk=bulk)
                     if not bulk:
                         self._post.prepare()  # a little per batch, not all on the next query
+                    self._unsaved += 1
                 # Saved outside the lock: queries need not wait for the disk.
                 if upserts or removed:
                     self._store.save(
@@ -348,6 +353,8 @@ class ContextEngine:
                     )
                 if touched:
                     self._store.touch(touched)
+                with self._lock:
+                    self._unsaved -= 1  # not on an error: no snapshot stands for the rows then
                 changed += len(upserts)
                 done += len(batch)
                 since_build += len(batch)
@@ -477,7 +484,8 @@ class ContextEngine:
                 self._post = Postings()
                 fresh = Postings.built(self._ranked(), self._has_vectors)
                 if final:
-                    self._snapshots.schedule(self._vocab, self._records, fresh)
+                    saved = self._unsaved == 0
+                    self._snapshots.schedule(self._vocab, self._records, fresh, saved=saved)
                 self._swap(fresh, set())
                 _settle()
                 return
@@ -492,7 +500,9 @@ class ContextEngine:
             fresh = Postings.built(ranked, self._has_vectors)
             if final:
                 with self._lock:
-                    self._snapshots.schedule(self._vocab, dict(self._records), fresh)
+                    saved = self._unsaved == 0 and not self._building
+                    records = dict(self._records)
+                    self._snapshots.schedule(self._vocab, records, fresh, saved=saved)
         except BaseException:
             with self._lock:
                 self._building = None

@@ -114,6 +114,18 @@ class IndexStore:
         self.embedder = self._meta("embedder")
         """The model whose vectors the index holds (None: none yet)."""
         self._db.commit()
+        self._stamp = self._meta("generation") or ""
+        self._writer = secrets.token_hex(6)
+        self._writes = 0
+        self._shared = False
+
+    @property
+    def generation(self) -> str | None:
+        """Names the index's state: changed by every committed write of records or stats. A
+        snapshot of the records as they were at one generation stands in for the rows while
+        the index is still at it. None once another process has written to the index too (this
+        one's records may then lack its changes)."""
+        return None if self._shared else self._stamp
 
     def close(self) -> None:
         """Close the database."""
@@ -180,6 +192,7 @@ class IndexStore:
                 "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (_row(r) for r in upserts),
             )
+            self._next_generation()
 
     def touch(self, stats: Iterable[tuple[str, int, int]]) -> None:
         """Record a new stat for files whose content did not change."""
@@ -188,6 +201,18 @@ class IndexStore:
                 "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
                 ((size, mtime, path) for path, size, mtime in stats),
             )
+            self._next_generation()
+
+    def _next_generation(self) -> None:
+        """Stamp this write (inside its transaction), noticing another writer's stamp."""
+        found = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        if (found[0] if found else "") != self._stamp:
+            self._shared = True
+        self._writes += 1
+        self._stamp = f"{self._writer}:{self._writes}"
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)", (self._stamp,)
+        )
 
 
 def _row(r: FileRecord) -> tuple[object, ...]:

@@ -1,8 +1,9 @@
 """Opening an index: from its postings snapshot when one fits, else by decoding every record.
 
 The slow way decodes every record and builds the postings whole (seconds at 30,000 files); the
-snapshot way maps one file, reads the records' stats from SQLite and decodes the few records
-changed since the snapshot was written. Snapshots are written after the postings are built
+snapshot way maps one file, takes the records' stats from it when the index is at the generation
+the snapshot was written for (else reads them from SQLite) and decodes the few records changed
+since the snapshot was written. Snapshots are written after the postings are built
 whole, on a background thread.
 """
 
@@ -66,16 +67,22 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
     if snapshot.embedder != store.embedder:
         raise SnapshotUnusable(f"{path.name} holds vectors of another embedder")
     vocab = _vocabulary(store, snapshot)
-    slot_of = snapshot.slot_of
     records: dict[str, FileRecord] = {}
     changed: list[str] = []
-    for head in store.heads():
-        slot = slot_of.get(head[0])
-        if slot is not None and snapshot.hashes[slot] == head[3]:
-            records[head[0]] = FileRecord.lazy(head, snapshot, slot)
-        else:
-            changed.append(head[0])
-    if len(changed) > max(MAX_CHANGED_FILES, MAX_CHANGED_SHARE * len(slot_of)):
+    heads = snapshot.heads() if _same_generation(store, snapshot) else None
+    if heads is not None:
+        # The index has not been written since: its rows are the snapshot's records.
+        for n, head in enumerate(heads):
+            records[head[0]] = FileRecord.lazy(head, snapshot, n)
+    else:
+        slot_of = snapshot.slot_of
+        for head in store.heads():
+            slot = slot_of.get(head[0])
+            if slot is not None and snapshot.hashes[slot] == head[3]:
+                records[head[0]] = FileRecord.lazy(head, snapshot, slot)
+            else:
+                changed.append(head[0])
+    if len(changed) > max(MAX_CHANGED_FILES, MAX_CHANGED_SHARE * len(snapshot.paths)):
         raise SnapshotUnusable(f"{len(changed)} files changed since {path.name} was written")
     ranked = [records.get(p) for p in snapshot.paths[: snapshot.ranked]]
     post = Postings.restored(snapshot, ranked, has_vectors)
@@ -86,6 +93,10 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
             if record.kind in RANKED_KINDS:
                 post.add(record, has_vectors)
     return Loaded(records, vocab, post, True)
+
+
+def _same_generation(store: IndexStore, snapshot: Snapshot) -> bool:
+    return snapshot.generation is not None and snapshot.generation == store.generation
 
 
 def _vocabulary(store: IndexStore, snapshot: Snapshot) -> Vocabulary:
@@ -103,8 +114,17 @@ class SnapshotWriter:
         self._store = store
         self._thread: threading.Thread | None = None
 
-    def schedule(self, vocab: Vocabulary, records: dict[str, FileRecord], post: Postings) -> bool:
-        """Write a snapshot of `post` (built whole from `records`); False when it cannot be."""
+    def schedule(
+        self,
+        vocab: Vocabulary,
+        records: dict[str, FileRecord],
+        post: Postings,
+        *,
+        saved: bool = False,
+    ) -> bool:
+        """Write a snapshot of `post` (built whole from `records`); False when it cannot be.
+        `saved`: every record is in the index as it is here, so the snapshot may stand for the
+        index's rows at its present generation when `post` holds exactly these records."""
         exports = post.exports()
         if exports is None or self._store.path is None or not post.held:
             return False
@@ -112,6 +132,8 @@ class SnapshotWriter:
         others = [
             r for r in records.values() if r.kind not in RANKED_KINDS and r.path not in post.held
         ]
+        exact = saved and len(ranked) + len(others) == len(records)
+        exact = exact and all(records.get(r.path) is r for r in ranked)
         data = SnapshotInput(
             token=self._store.token,
             embedder=self._store.embedder,
@@ -120,6 +142,7 @@ class SnapshotWriter:
             others=others,
             files=_copied(exports[0]),
             chunks=_copied(exports[1]),
+            generation=self._store.generation if exact else None,
         )
         self.wait()
         target = snapshot_path(self._store.path)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 FileKind = Literal["code", "text", "binary", "huge", "vendored", "generated"]
 """How the inventory classifies a file; only `code` and `text` are ranked."""
+FILE_KINDS: tuple[FileKind, ...] = get_args(FileKind)
 
 SymbolKind = Literal[
     "class",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -159,25 +160,49 @@ def fuse(
     return fused
 
 
+BACKGROUND_PATHS = 20_000
+"""Paths from which `PathIndex(background=True)` is built on a thread."""
+
+
 class PathIndex:
     """Repository paths by their last one and last two components, for matching partial paths."""
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], *, background: bool = False) -> None:
         # Two entries per path are cheap to build on opening a big index (every tail of every
         # path took 0.3 s at 31k files); a lookup compares the mention with the few paths that
-        # end with its last two components.
+        # end with its last two components. With `background`, a big index is built on a
+        # thread, so that opening returns sooner; the first use waits for it.
         self._by_name: dict[str, list[str]] = {}
         self._by_two: dict[str, list[str]] = {}
+        self._filling: threading.Thread | None = None
+        if background and len(paths) >= BACKGROUND_PATHS:
+            self._filling = threading.Thread(
+                target=self._fill, args=(paths,), name="kestrel-path-index", daemon=True
+            )
+            self._filling.start()
+        else:
+            self._fill(paths)
+
+    def _fill(self, paths: Sequence[str]) -> None:
         for path in paths:
-            self.add(path)
+            for key, table in _path_keys(path, self._by_name, self._by_two):
+                table.setdefault(key, []).append(path)
+
+    def _ready(self) -> None:
+        filling = self._filling
+        if filling is not None:
+            filling.join()
+            self._filling = None
 
     def add(self, path: str) -> None:
         """Index one more path (one not held yet)."""
+        self._ready()
         for key, table in _path_keys(path, self._by_name, self._by_two):
             table.setdefault(key, []).append(path)
 
     def remove(self, path: str) -> None:
         """Forget one path; absent paths are ignored."""
+        self._ready()
         for key, table in _path_keys(path, self._by_name, self._by_two):
             found = table.get(key)
             if found is not None and path in found:
@@ -187,6 +212,7 @@ class PathIndex:
 
     def lookup(self, mentioned: str) -> list[str]:
         """Paths ending with the mentioned path, at a component boundary; longest match wins."""
+        self._ready()
         mentioned = mentioned.strip().lstrip("./")
         parts = tuple(part for part in PurePosixPath(mentioned).parts if part != "/")
         if len(parts) >= 2:

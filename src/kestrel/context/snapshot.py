@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kestrel.context.index_store import symbols_from_json
+from kestrel.context.index_store import Head, symbols_from_json
 from kestrel.context.model import Symbol
 from kestrel.context.record import Body
 
@@ -104,6 +104,8 @@ class Snapshot:
         self.ranked: int = header["ranked"]
         self.vocab_size: int = header["vocab"]
         self.totals: dict[str, float] = header["totals"]
+        self.generation: str | None = header.get("generation")
+        """The index generation the records are exactly, when known (older snapshots: None)."""
         self._kinds: list[str] = header["kinds"]
         self.paths = _split(a["paths"])
         self.hashes = _split(a["hashes"])
@@ -117,6 +119,18 @@ class Snapshot:
             raise ValueError("its tables disagree")
         if len(self.slot_of) != len(self.paths):
             raise ValueError("it holds a path twice")
+
+    def heads(self) -> list[Head] | None:
+        """Every record's path, stat, hash and kind, in slot order (None: not stored)."""
+        a = self._arrays
+        kinds = self._header.get("file_kinds")
+        if kinds is None or "sizes" not in a:
+            return None
+        names = [kinds[k] for k in a["file_kind"].tolist()]
+        sizes, mtimes = a["sizes"].tolist(), a["mtimes"].tolist()
+        if not len(names) == len(sizes) == len(mtimes) == len(self.paths):
+            raise SnapshotUnusable("its file tables disagree")
+        return list(zip(self.paths, sizes, mtimes, self.hashes, names, strict=True))
 
     def array(self, name: str) -> Array:
         """One stored array, read-only, mapped rather than read."""

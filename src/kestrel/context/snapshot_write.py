@@ -16,6 +16,7 @@ import numpy as np
 
 from kestrel.context.index_store import symbols_json
 from kestrel.context.lexical import Bm25Export
+from kestrel.context.model import FILE_KINDS
 from kestrel.context.record import FileRecord
 from kestrel.context.snapshot import ALIGN, MAGIC, SNAPSHOT_FORMAT, Array
 
@@ -34,6 +35,9 @@ class SnapshotInput:
     others: Sequence[FileRecord]
     files: Bm25Export
     chunks: Bm25Export
+    generation: str | None = None
+    """The index's generation these records are exactly (None: not known to be any): a reopen
+    at that generation takes every record's stat from here instead of reading the index."""
 
 
 def write_snapshot(path: Path, data: SnapshotInput) -> None:
@@ -42,6 +46,7 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
     records = [*data.ranked, *data.others]
     arrays["paths"] = _joined(r.path for r in records)
     arrays["hashes"] = _joined(r.content_hash for r in records)
+    arrays.update(_heads(records))
     arrays.update(_bodies(records))
     arrays.update(_definitions(data.ranked))
     arrays.update(_strings("vocab", data.terms))
@@ -56,6 +61,8 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
         "ranked": len(data.ranked),
         "kinds": _KINDS,
         "totals": {"f": data.files.total_length, "c": data.chunks.total_length},
+        "generation": data.generation,
+        "file_kinds": list(FILE_KINDS),
     }
     _clear_leftovers(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -106,6 +113,18 @@ def _strings(prefix: str, terms: Sequence[str]) -> dict[str, Array]:
         f"{prefix}_at": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         f"{prefix}_hash": hashes[order],
         f"{prefix}_order": order,
+    }
+
+
+def _heads(records: Sequence[FileRecord]) -> dict[str, Array]:
+    """Each record's stat and kind, for a reopen that need not read the index's rows."""
+    kind_ids = {kind: n for n, kind in enumerate(FILE_KINDS)}
+    return {
+        "sizes": np.fromiter((r.size for r in records), dtype=np.int64, count=len(records)),
+        "mtimes": np.fromiter((r.mtime_ns for r in records), dtype=np.int64, count=len(records)),
+        "file_kind": np.fromiter(
+            (kind_ids[r.kind] for r in records), dtype=np.uint8, count=len(records)
+        ),
     }
 
 

@@ -1,0 +1,96 @@
+"""Reopening an index nothing has written to since its snapshot: the rows are not read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from context_kit import committed_repo
+from test_index_reopen import FILES, answers, decoded_answers, indexed, write
+
+from kestrel.context.engine import ContextEngine
+from kestrel.context.index_store import IndexStore, index_path_for
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return committed_repo(tmp_path / "repo", FILES)
+
+
+def count_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = IndexStore.heads
+
+    def counted(self: IndexStore) -> list[tuple[str, int, int, str, str]]:
+        calls.append(1)
+        return real(self)  # type: ignore[return-value]
+
+    monkeypatch.setattr(IndexStore, "heads", counted)
+    return calls
+
+
+def test_an_unwritten_index_reopens_without_reading_its_rows(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    calls = count_heads(monkeypatch)
+    engine = ContextEngine.open(repo, cache)
+    assert engine.opened_from_snapshot and calls == []
+    cart = engine.record("shop/cart.py")
+    assert cart is not None and not cart.loaded
+    assert cart.size == len(FILES["shop/cart.py"])
+    lazy = answers(engine)
+    assert engine.refresh().changed == 0  # the stats taken from the snapshot are the files'
+    engine.close()
+    assert lazy == decoded_answers(repo, cache)
+
+
+def test_a_write_after_the_snapshot_makes_the_reopen_read_the_rows(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    engine = ContextEngine.open(repo, cache)
+    write(repo, {"shop/cart.py": "class Basket:\n    def weigh_parcel(self):\n        return 1\n"})
+    assert engine.refresh().changed == 1  # one file: saved, no new snapshot
+    engine.close()
+    calls = count_heads(monkeypatch)
+    engine = ContextEngine.open(repo, cache)
+    assert engine.opened_from_snapshot and calls == [1]
+    assert engine.search("weigh parcel").files[0].path == "shop/cart.py"
+    assert engine.definitions_named("Cart") == []
+    lazy = answers(engine)
+    engine.close()
+    assert lazy == decoded_answers(repo, cache)
+
+
+def test_a_stat_only_change_is_a_write_too(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    engine = ContextEngine.open(repo, cache)
+    write(repo, {"shop/cart.py": FILES["shop/cart.py"]})  # same bytes, a new mtime
+    engine.refresh()
+    engine.close()
+    calls = count_heads(monkeypatch)
+    engine = ContextEngine.open(repo, cache)
+    assert calls == [1]
+    assert engine.refresh().changed == 0
+    engine.close()
+
+
+def test_another_writer_to_the_same_index_leaves_no_generation(tmp_path: Path) -> None:
+    path = index_path_for(tmp_path.resolve(), tmp_path / "cache")
+    first = IndexStore(path)
+    first.touch([])
+    second = IndexStore(path)
+    second.touch([])
+    assert second.generation is not None  # it saw the first one's last write
+    first.touch([])  # finds the second one's stamp: its own records may lack those changes
+    assert first.generation is None
+    reopened = IndexStore(path)
+    assert reopened.generation not in (None, second.generation)
+    for store in (first, second, reopened):
+        store.close()
