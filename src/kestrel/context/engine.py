@@ -25,6 +25,7 @@ from kestrel.context.rank import (
     Weights,
 )
 from kestrel.context.reader import RANKED_KINDS, ReadFile, index_workers, read_files
+from kestrel.context.record import KindsOf
 from kestrel.context.watch import ChangeWatcher
 
 __all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
@@ -103,7 +104,15 @@ class ContextEngine:
         self.stale_caught = 0
         self._watcher: ChangeWatcher | None = None
         self._snapshots = SnapshotWriter(store)
-        loaded = load_index(store, self._has_vectors)
+        # Hundreds of thousands of records are made at once and all live on: collection
+        # passes over them while they are made would only find nothing to free.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            loaded = load_index(store, self._has_vectors)
+        finally:
+            if collecting:
+                gc.enable()
         self._vocab = loaded.vocab
         self._records: dict[str, FileRecord] = loaded.records
         self._post = loaded.post
@@ -119,7 +128,7 @@ class ContextEngine:
         # Kept up to date: built on a first query, they cost it 0.4 s at 31k files. A big
         # index's path lookups are built on a thread, so that opening returns sooner.
         self._path_index = PathIndex(list(self._records), background=True)
-        self._kinds: dict[str, str] = {p: r.kind for p, r in self._records.items()}
+        self._kinds = KindsOf(self._records)
         if not loaded.from_snapshot:
             gc.collect()  # what decoding left behind, before the rest is settled
         _settle()
@@ -552,7 +561,6 @@ class ContextEngine:
         """Keep the path lookups up to date: rebuilding them cost 300 ms at 31k files."""
         if record.path not in self._records:
             self._path_index.add(record.path)
-        self._kinds[record.path] = record.kind
 
     def _put(self, record: FileRecord) -> None:
         self._track_path(record)
@@ -571,7 +579,6 @@ class ContextEngine:
         if self._records.pop(path, None) is None:
             return
         self._path_index.remove(path)
-        self._kinds.pop(path, None)
         if self._building is not None:
             self._building.add(path)
         self._post.remove(path)

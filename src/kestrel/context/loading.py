@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass, replace
+from itertools import repeat
 from pathlib import Path
 
 from kestrel.context.index_store import IndexStore
@@ -72,10 +73,15 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
     heads = snapshot.heads() if _same_generation(store, snapshot) else None
     if heads is not None:
         # The index has not been written since: its rows are the snapshot's records.
-        for n, head in enumerate(heads):
-            records[head[0]] = FileRecord.lazy(head, snapshot, n)
+        lazy = FileRecord.lazy
+        made = map(lazy, heads, repeat(snapshot), range(len(heads)))
+        records = dict(zip(snapshot.paths, made, strict=True))
+        if len(records) != len(heads):
+            raise SnapshotUnusable(f"{path.name} holds a path twice")
     else:
         slot_of = snapshot.slot_of
+        if len(slot_of) != len(snapshot.paths):
+            raise SnapshotUnusable(f"{path.name} holds a path twice")
         for head in store.heads():
             slot = slot_of.get(head[0])
             if slot is not None and snapshot.hashes[slot] == head[3]:

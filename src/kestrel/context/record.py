@@ -7,7 +7,7 @@ a big index does not decode hundreds of thousands of definitions that no query m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -227,3 +227,20 @@ def prefetch_definitions(wanted: Iterable[tuple[FileRecord, int]]) -> None:
             if record._picked is None:
                 record._picked = {}
             record._picked[index] = symbol
+
+
+class KindsOf(Mapping[str, str]):
+    """Each path's kind, read from the records themselves: nothing to build on opening or to
+    keep up to date."""
+
+    def __init__(self, records: Mapping[str, FileRecord]) -> None:
+        self._records = records
+
+    def __getitem__(self, path: str) -> str:
+        return self._records[path].kind
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)

@@ -13,6 +13,7 @@ not used.
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import zlib
@@ -109,16 +110,18 @@ class Snapshot:
         self._kinds: list[str] = header["kinds"]
         self.paths = _split(a["paths"])
         self.hashes = _split(a["hashes"])
-        self.slot_of = {p: n for n, p in enumerate(self.paths)}
-        """Each path's record index (the ranked records come first)."""
         self.vocab = StringTable(a, "vocab")
         self.names = StringTable(a, "names")
         if self.vocab.count != self.vocab_size:
             raise ValueError("its vocabulary is damaged")
         if len(self.paths) != len(self.hashes) or len(a["terms_at"]) != len(self.paths) + 1:
             raise ValueError("its tables disagree")
-        if len(self.slot_of) != len(self.paths):
-            raise ValueError("it holds a path twice")
+
+    @functools.cached_property
+    def slot_of(self) -> dict[str, int]:
+        """Each path's record index (the ranked records come first); built when first needed
+        (a reopen that takes the stats from here needs none)."""
+        return dict(zip(self.paths, range(len(self.paths)), strict=True))
 
     def heads(self) -> list[Head] | None:
         """Every record's path, stat, hash and kind, in slot order (None: not stored)."""

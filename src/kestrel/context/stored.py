@@ -31,7 +31,7 @@ class StoredFiles:
     def __init__(self, snapshot: Snapshot) -> None:
         self.count = snapshot.ranked
         self.paths = snapshot.paths
-        self.slot_of = snapshot.slot_of
+        self._snapshot = snapshot
         self._at = snapshot.array("terms_at")
         self._ids = snapshot.array("term_ids")
         self._tfs = snapshot.array("term_tfs")
@@ -42,7 +42,7 @@ class StoredFiles:
 
     def find(self, key: str) -> int | None:
         """The slot of a path."""
-        slot = self.slot_of.get(key)
+        slot = self._snapshot.slot_of.get(key)
         return slot if slot is not None and slot < self.count else None
 
     def __contains__(self, key: object) -> bool:
@@ -59,20 +59,18 @@ class StoredChunks:
 
     def __init__(self, snapshot: Snapshot, files: StoredFiles) -> None:
         self._files = files
-        starts = snapshot.array("chunks_at")[: files.count + 1]
-        self.count = int(starts[-1]) if len(starts) else 0
-        self._starts: list[int] = starts.tolist()
-        sizes = np.diff(starts)
-        self._owner: list[int] = np.repeat(np.arange(files.count), sizes).tolist()
-        self._prefix = [path + CHUNK_SEP for path in files.paths[: files.count]]
+        # Left as the mapped array: a chunk's file is found by bisection when a key is asked
+        # for (a query asks for a few), instead of a table of every chunk built on opening.
+        self._starts = snapshot.array("chunks_at")[: files.count + 1]
+        self.count = int(self._starts[-1]) if len(self._starts) else 0
         self._at = snapshot.array("chunk_terms_at")
         self._ids = snapshot.array("chunk_ids")
         self._tfs = snapshot.array("chunk_tfs")
 
     def key(self, slot: int) -> str:
         """`path` + CHUNK_SEP + the chunk's position in its file."""
-        owner = self._owner[slot]
-        return self._prefix[owner] + str(slot - self._starts[owner])
+        owner = int(np.searchsorted(self._starts, slot, side="right")) - 1
+        return self._files.paths[owner] + CHUNK_SEP + str(slot - int(self._starts[owner]))
 
     def find(self, key: str) -> int | None:
         """The slot of a chunk key."""
@@ -80,8 +78,8 @@ class StoredChunks:
         owner = self._files.find(path)
         if owner is None or not index.isdigit():
             return None
-        slot = self._starts[owner] + int(index)
-        return slot if slot < self._starts[owner + 1] else None
+        slot = int(self._starts[owner]) + int(index)
+        return slot if slot < int(self._starts[owner + 1]) else None
 
     def doc(self, slot: int) -> tuple[IntArray, FloatArray]:
         """The chunk's term vector."""
