@@ -602,6 +602,11 @@ class ContextEngine:
             by_path = self._post.names.get(name)
             return [(path, symbol) for path, symbols in by_path.items() for symbol in symbols]
 
+    def definition_count(self, name: str) -> int:
+        """About how many definitions are named `name`, without reading them."""
+        with self._lock:
+            return self._post.names.count(name)
+
     def search(self, text: str, k: int = 10, *, symbols_per_file: int = 3) -> SearchResult:
         """Files and definitions ranked for a task or a query, freshness checked before serving."""
         started = time.perf_counter()

@@ -38,6 +38,16 @@ class Names:
         out.update(self._held.get(name, {}))
         return out
 
+    def count(self, name: str) -> int:
+        """About how many definitions are named `name` (files replaced since the snapshot
+        may be counted twice), without decoding any."""
+        held = sum(len(symbols) for symbols in self._held.get(name, {}).values())
+        snapshot = self._snapshot
+        if snapshot is None:
+            return held
+        name_id = snapshot.names.find(name)
+        return held + (0 if name_id is None else snapshot.definition_count(name_id))
+
     def _stored_named(self, name: str) -> dict[str, tuple[Symbol, ...]]:
         """The snapshot's definitions of `name`, decoded once."""
         snapshot = self._snapshot

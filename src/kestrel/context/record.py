@@ -239,6 +239,10 @@ class KindsOf(Mapping[str, str]):
     def __getitem__(self, path: str) -> str:
         return self._records[path].kind
 
+    def get(self, path: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        record = self._records.get(path)
+        return default if record is None else record.kind
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._records)
 

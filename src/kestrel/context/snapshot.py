@@ -194,6 +194,11 @@ class Snapshot:
             out[n] = symbol
         return out
 
+    def definition_count(self, name_id: int) -> int:
+        """How many definitions are named `names[name_id]`."""
+        at = self._arrays["name_at"]
+        return int(at[name_id + 1] - at[name_id])
+
     def definitions_named(self, name_id: int) -> tuple[list[int], list[Symbol]]:
         """The ranked slot and the definition of each definition named `names[name_id]`."""
         a = self._arrays

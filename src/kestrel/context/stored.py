@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from kestrel.context.lexical import Bm25Export, FloatArray, IntArray
@@ -40,6 +42,11 @@ class StoredFiles:
         """The path in `slot`."""
         return self.paths[slot]
 
+    def keys(self, slots: Sequence[int]) -> list[str]:
+        """The paths in these slots."""
+        paths = self.paths
+        return [paths[slot] for slot in slots]
+
     def find(self, key: str) -> int | None:
         """The slot of a path."""
         slot = self._snapshot.slot_of.get(key)
@@ -71,6 +78,17 @@ class StoredChunks:
         """`path` + CHUNK_SEP + the chunk's position in its file."""
         owner = int(np.searchsorted(self._starts, slot, side="right")) - 1
         return self._files.paths[owner] + CHUNK_SEP + str(slot - int(self._starts[owner]))
+
+    def keys(self, slots: Sequence[int]) -> list[str]:
+        """The keys of these chunks, their files found in one pass."""
+        at = np.asarray(slots, dtype=np.int64)
+        owners = np.searchsorted(self._starts, at, side="right") - 1
+        index = (at - self._starts[owners]).tolist()
+        paths = self._files.paths
+        return [
+            paths[owner] + CHUNK_SEP + str(n)
+            for owner, n in zip(owners.tolist(), index, strict=True)
+        ]
 
     def find(self, key: str) -> int | None:
         """The slot of a chunk key."""
