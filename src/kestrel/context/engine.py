@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -106,13 +107,8 @@ class ContextEngine:
         self._snapshots = SnapshotWriter(store)
         # Hundreds of thousands of records are made at once and all live on: collection
         # passes over them while they are made would only find nothing to free.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_paused():
             loaded = load_index(store, self._has_vectors)
-        finally:
-            if collecting:
-                gc.enable()
         self._vocab = loaded.vocab
         self._records: dict[str, FileRecord] = loaded.records
         self._post = loaded.post
@@ -614,7 +610,8 @@ class ContextEngine:
             self.catch_up()
             query = parse_query(text)
             for _ in range(3):
-                files, symbols = self._rank(query, k, symbols_per_file)
+                with _collector_paused():
+                    files, symbols = self._rank(query, k, symbols_per_file)
                 stale = [
                     hit.path for hit in files if not self._is_fresh(hit.path, hit.content_hash)
                 ]
@@ -674,6 +671,21 @@ def _notice(store: IndexStore, note: str) -> str:
     if store.migrated is not None:
         return f"the index was in format {store.migrated}: brought up to the current one"
     return f"the postings snapshot was not used ({note}): rebuilt from the index" if note else ""
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection passes meanwhile: a query makes tens of thousands of short-lived
+    objects (80 young-generation passes per query at 250,000 files, and now and then a full
+    one), and reference counting frees them all; cycles wait for the next pass after."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _settle() -> None:

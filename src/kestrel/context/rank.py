@@ -142,19 +142,23 @@ def fuse(
         | set(signals.semantic)
     )
     fused: dict[str, float] = {}
+    # Looked up once: a big index has thousands of candidates per query.
+    parts = (
+        (w.lexical_file, signals.lexical_file.get),
+        (w.lexical_chunk, signals.lexical_chunk.get),
+        (w.identifier, ident.get),
+        (w.mention, signals.mention.get),
+        (w.semantic, signals.semantic.get),
+    )
+    used = [(weight, get) for weight, get in parts if weight]
+    kind_of = kinds.get
     for path in candidates:
-        score = (
-            w.lexical_file * signals.lexical_file.get(path, 0.0)
-            + w.lexical_chunk * signals.lexical_chunk.get(path, 0.0)
-            + w.identifier * ident.get(path, 0.0)
-            + w.mention * signals.mention.get(path, 0.0)
-            + w.semantic * signals.semantic.get(path, 0.0)
-        )
+        score = sum(weight * get(path, 0.0) for weight, get in used)
         if not tests_ok and is_test_path(path):
             score *= w.test_prior
         elif is_doc_path(path):
             score *= w.doc_prior
-        if kinds.get(path) == "text":
+        if kind_of(path) == "text":
             score *= w.text_prior
         fused[path] = score
     return fused
