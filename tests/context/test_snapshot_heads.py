@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,17 @@ def test_another_writer_to_the_same_index_leaves_no_generation(tmp_path: Path) -
     assert reopened.generation not in (None, second.generation)
     for store in (first, second, reopened):
         store.close()
+
+
+def test_a_record_written_without_a_stamp_still_makes_the_reopen_read_the_rows(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    # An older Kestrel writes rows without stamping the index: a replaced row gets a new id.
+    with sqlite3.connect(index_path_for(repo.resolve(), cache)) as db:
+        db.execute("INSERT OR REPLACE INTO files SELECT * FROM files WHERE path = 'README.md'")
+    calls = count_heads(monkeypatch)
+    engine = ContextEngine.open(repo, cache)
+    assert calls == [1]
+    engine.close()

@@ -124,8 +124,14 @@ class IndexStore:
         """Names the index's state: changed by every committed write of records or stats. A
         snapshot of the records as they were at one generation stands in for the rows while
         the index is still at it. None once another process has written to the index too (this
-        one's records may then lack its changes)."""
-        return None if self._shared else self._stamp
+        one's records may then lack its changes). The highest row id is part of it, so that a
+        writer that does not stamp (an older Kestrel) still changes it when it writes a record
+        (a row it only deletes or restats is found by the next refresh's pass over the files)."""
+        if self._shared:
+            return None
+        with self._writing:
+            (last,) = self._db.execute("SELECT MAX(rowid) FROM files").fetchone()
+        return f"{self._stamp}/{last}"
 
     def close(self) -> None:
         """Close the database."""
