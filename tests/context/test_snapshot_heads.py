@@ -9,6 +9,7 @@ import pytest
 from context_kit import committed_repo
 from test_index_reopen import FILES, answers, decoded_answers, indexed, write
 
+from kestrel.context import loading
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import IndexStore, index_path_for
 
@@ -47,26 +48,49 @@ def test_an_unwritten_index_reopens_without_reading_its_rows(
     assert lazy == decoded_answers(repo, cache)
 
 
-def test_a_write_after_the_snapshot_makes_the_reopen_read_the_rows(
+def test_after_writes_the_reopen_reads_only_the_rows_written_since(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
     indexed(repo, cache)
     engine = ContextEngine.open(repo, cache)
     write(repo, {"shop/cart.py": "class Basket:\n    def weigh_parcel(self):\n        return 1\n"})
-    assert engine.refresh().changed == 1  # one file: saved, no new snapshot
+    write(repo, {"shop/returns.py": "def refund_order(order):\n    return order.total\n"})
+    (repo / "shop/shipping.py").unlink()
+    report = engine.refresh()  # three files: saved and logged, no new snapshot
+    assert (report.added, report.changed, report.removed) == (1, 1, 1)
     engine.close()
     calls = count_heads(monkeypatch)
     engine = ContextEngine.open(repo, cache)
-    assert engine.opened_from_snapshot and calls == [1]
+    assert engine.opened_from_snapshot and calls == []
     assert engine.search("weigh parcel").files[0].path == "shop/cart.py"
+    assert engine.search("refund an order").files[0].path == "shop/returns.py"
+    assert "shop/shipping.py" not in engine.paths
     assert engine.definitions_named("Cart") == []
+    assert engine.refresh().changed == 0
     lazy = answers(engine)
     engine.close()
     assert lazy == decoded_answers(repo, cache)
 
 
-def test_a_stat_only_change_is_a_write_too(
+def test_more_writes_than_a_reopen_reads_one_by_one_make_it_read_every_row(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    engine = ContextEngine.open(repo, cache)
+    write(repo, {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"})
+    engine.refresh()
+    engine.close()
+    monkeypatch.setattr(loading, "MAX_CHANGED_FILES", 1)
+    calls = count_heads(monkeypatch)
+    engine = ContextEngine.open(repo, cache)
+    assert calls == [1]
+    assert engine.definitions_named("Basket") != []
+    engine.close()
+
+
+def test_a_stat_only_change_is_logged_too(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
@@ -77,7 +101,9 @@ def test_a_stat_only_change_is_a_write_too(
     engine.close()
     calls = count_heads(monkeypatch)
     engine = ContextEngine.open(repo, cache)
-    assert calls == [1]
+    assert calls == []
+    cart = engine.record("shop/cart.py")
+    assert cart is not None and cart.mtime_ns == (repo / "shop/cart.py").stat().st_mtime_ns
     assert engine.refresh().changed == 0
     engine.close()
 
@@ -109,3 +135,19 @@ def test_a_record_written_without_a_stamp_still_makes_the_reopen_read_the_rows(
     engine = ContextEngine.open(repo, cache)
     assert calls == [1]
     engine.close()
+
+
+def test_the_log_is_pruned_to_what_the_snapshot_holds(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    db_path = index_path_for(repo.resolve(), cache)
+    engine = ContextEngine.open(repo, cache)
+    engine.close()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT COUNT(*) FROM written").fetchone()[0] == 0
+    engine = ContextEngine.open(repo, cache)
+    write(repo, {"shop/cart.py": "class Basket:\n    pass\n"})
+    engine.refresh()
+    engine.close()
+    with sqlite3.connect(db_path) as db:
+        assert [r[0] for r in db.execute("SELECT path FROM written")] == ["shop/cart.py"]

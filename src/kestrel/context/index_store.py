@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from kestrel.context import write_log
 from kestrel.context.model import FileKind, FileSymbols, Symbol
 from kestrel.context.record import FileRecord
 
@@ -47,7 +48,8 @@ def index_path_for(root: Path, cache_dir: Path) -> Path:
     return cache_dir / "index" / f"{root.resolve().name}-{key}" / INDEX_FILE_NAME
 
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS vocab (id INTEGER PRIMARY KEY, term TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -59,6 +61,8 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_head ON files(path, size, mtime_ns, hash, kind);
 """
+    + write_log.SCHEMA
+)
 
 
 _SELECT = (
@@ -95,7 +99,10 @@ class IndexStore:
         elif version not in (None, SCHEMA_VERSION):
             # An index is a cache: an old layout is rebuilt, never migrated.
             self.outdated = version
-            self._db.executescript("DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS vocab;")
+            self._db.executescript(
+                "DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS vocab; "
+                "DROP TABLE IF EXISTS written;"
+            )
             self._db.execute("DELETE FROM meta WHERE key = 'token'")
         self._db.executescript(_SCHEMA)
         self._db.execute(
@@ -118,6 +125,9 @@ class IndexStore:
         self._writer = secrets.token_hex(6)
         self._writes = 0
         self._shared = False
+        self._last_rowid = self._max_rowid()
+        """The highest row id after this process's last write (or at opening): moved by
+        another writer's records, stamped or not."""
 
     @property
     def generation(self) -> str | None:
@@ -127,10 +137,10 @@ class IndexStore:
         one's records may then lack its changes). The highest row id is part of it, so that a
         writer that does not stamp (an older Kestrel) still changes it when it writes a record
         (a row it only deletes or restats is found by the next refresh's pass over the files)."""
-        if self._shared:
-            return None
         with self._writing:
-            (last,) = self._db.execute("SELECT MAX(rowid) FROM files").fetchone()
+            last = self._max_rowid()
+        if self._shared or last != self._last_rowid:
+            return None
         return f"{self._stamp}/{last}"
 
     def close(self) -> None:
@@ -187,38 +197,76 @@ class IndexStore:
         removals: Iterable[str],
     ) -> None:
         """Write changed records, removed paths and new vocabulary in one transaction."""
+        records, gone = list(upserts), list(removals)
         with self._writing, self._db:
+            self._begin_write()
             known = self._db.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM vocab").fetchone()[0]
             self._db.executemany(
                 "INSERT INTO vocab(id, term) VALUES (?, ?)",
                 ((i, vocabulary[i]) for i in range(int(known), len(vocabulary))),
             )
-            self._db.executemany("DELETE FROM files WHERE path = ?", ((p,) for p in removals))
+            self._db.executemany("DELETE FROM files WHERE path = ?", ((p,) for p in gone))
             self._db.executemany(
                 "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (_row(r) for r in upserts),
+                (_row(r) for r in records),
             )
-            self._next_generation()
+            self._end_write([*gone, *(r.path for r in records)])
 
     def touch(self, stats: Iterable[tuple[str, int, int]]) -> None:
         """Record a new stat for files whose content did not change."""
+        stats = list(stats)
         with self._writing, self._db:
+            self._begin_write()
             self._db.executemany(
                 "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
                 ((size, mtime, path) for path, size, mtime in stats),
             )
-            self._next_generation()
+            self._end_write([path for path, _, _ in stats])
 
-    def _next_generation(self) -> None:
-        """Stamp this write (inside its transaction), noticing another writer's stamp."""
+    def snapshot_point(self) -> tuple[str, int] | None:
+        """The generation and write-log position, read together, for a snapshot of this
+        process's records; None when another writer has written since this one last did."""
+        with self._writing:
+            self._db.execute("BEGIN")  # one read transaction: both from the same state
+            try:
+                last = self._max_rowid()
+                stamp = self._meta("generation") or ""
+                position = write_log.position(self._db)
+            finally:
+                self._db.execute("COMMIT")
+        if self._shared or last != self._last_rowid or stamp != self._stamp:
+            return None
+        return f"{self._stamp}/{last}", position
+
+    def written_since(self, at: int) -> list[str] | None:
+        """The paths written after log position `at` (None: the log cannot say)."""
+        with self._writing:
+            return write_log.since(self._db, at)
+
+    def prune_log(self, at: int) -> None:
+        """Forget the log up to position `at`: a snapshot holds what was written until then."""
+        with self._writing, self._db:
+            write_log.prune(self._db, at)
+
+    def _begin_write(self) -> None:
+        """Inside a write's transaction, before its rows: notice other writers."""
         found = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        if (found[0] if found else "") != self._stamp:
-            self._shared = True
+        if (found[0] if found else "") != self._stamp or self._max_rowid() != self._last_rowid:
+            self._shared = True  # this process's records may lack what the other one wrote
+        write_log.begin(self._db)
+
+    def _end_write(self, paths: Sequence[str]) -> None:
+        """Stamp this write and log its paths (inside its transaction)."""
+        write_log.end(self._db, paths)
         self._writes += 1
         self._stamp = f"{self._writer}:{self._writes}"
         self._db.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)", (self._stamp,)
         )
+        self._last_rowid = self._max_rowid()
+
+    def _max_rowid(self) -> int:
+        return int(self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM files").fetchone()[0])
 
 
 def _row(r: FileRecord) -> tuple[object, ...]:

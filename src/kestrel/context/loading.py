@@ -10,6 +10,7 @@ whole, on a background thread.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from dataclasses import dataclass, replace
 from itertools import repeat
@@ -71,13 +72,19 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
     records: dict[str, FileRecord] = {}
     changed: list[str] = []
     heads = snapshot.heads() if _same_generation(store, snapshot) else None
+    since = _written_since(store, snapshot) if heads is None else None
+    if since is not None:
+        heads = snapshot.heads()
+        changed = since
     if heads is not None:
-        # The index has not been written since: its rows are the snapshot's records.
+        # The rows are the snapshot's records, but for those written since (if any).
         lazy = FileRecord.lazy
         made = map(lazy, heads, repeat(snapshot), range(len(heads)))
         records = dict(zip(snapshot.paths, made, strict=True))
         if len(records) != len(heads):
             raise SnapshotUnusable(f"{path.name} holds a path twice")
+        for name in changed:
+            records.pop(name, None)
     else:
         slot_of = snapshot.slot_of
         if len(slot_of) != len(snapshot.paths):
@@ -90,6 +97,10 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
                 changed.append(head[0])
     if len(changed) > max(MAX_CHANGED_FILES, MAX_CHANGED_SHARE * len(snapshot.paths)):
         raise SnapshotUnusable(f"{len(changed)} files changed since {path.name} was written")
+    if snapshot.written is not None:
+        # What the snapshot holds needs no log; a busy or read-only index keeps it for now.
+        with contextlib.suppress(sqlite3.Error):
+            store.prune_log(snapshot.written)
     ranked = [records.get(p) for p in snapshot.paths[: snapshot.ranked]]
     post = Postings.restored(snapshot, ranked, has_vectors)
     for name in changed:
@@ -99,6 +110,17 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
             if record.kind in RANKED_KINDS:
                 post.add(record, has_vectors)
     return Loaded(records, vocab, post, True)
+
+
+def _written_since(store: IndexStore, snapshot: Snapshot) -> list[str] | None:
+    """The paths written since the snapshot, when the index's log vouches for them and they
+    are few (else None: every row is read and compared)."""
+    if snapshot.written is None or not snapshot.has_heads:
+        return None
+    since = store.written_since(snapshot.written)
+    if since is None or len(since) > MAX_CHANGED_FILES:
+        return None
+    return since
 
 
 def _same_generation(store: IndexStore, snapshot: Snapshot) -> bool:
@@ -148,8 +170,10 @@ class SnapshotWriter:
             others=others,
             files=_copied(exports[0]),
             chunks=_copied(exports[1]),
-            generation=self._store.generation if exact else None,
         )
+        point = self._store.snapshot_point() if exact else None
+        if point is not None:
+            data = replace(data, generation=point[0], written=point[1])
         self.wait()
         target = snapshot_path(self._store.path)
         self._thread = threading.Thread(

@@ -107,6 +107,8 @@ class Snapshot:
         self.totals: dict[str, float] = header["totals"]
         self.generation: str | None = header.get("generation")
         """The index generation the records are exactly, when known (older snapshots: None)."""
+        self.written: int | None = header.get("written")
+        """The index's write-log position at that generation."""
         self._kinds: list[str] = header["kinds"]
         self.paths = _split(a["paths"])
         self.hashes = _split(a["hashes"])
@@ -122,6 +124,11 @@ class Snapshot:
         """Each path's record index (the ranked records come first); built when first needed
         (a reopen that takes the stats from here needs none)."""
         return dict(zip(self.paths, range(len(self.paths)), strict=True))
+
+    @property
+    def has_heads(self) -> bool:
+        """Whether every record's stat is stored (`heads`)."""
+        return "file_kinds" in self._header and "sizes" in self._arrays
 
     def heads(self) -> list[Head] | None:
         """Every record's path, stat, hash and kind, in slot order (None: not stored)."""

@@ -36,6 +36,9 @@ class SnapshotInput:
     files: Bm25Export
     chunks: Bm25Export
     generation: str | None = None
+    written: int | None = None
+    """The index's write-log position at that generation: a reopen after later writes reads
+    only the rows logged since."""
     """The index's generation these records are exactly (None: not known to be any): a reopen
     at that generation takes every record's stat from here instead of reading the index."""
 
@@ -62,6 +65,7 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
         "kinds": _KINDS,
         "totals": {"f": data.files.total_length, "c": data.chunks.total_length},
         "generation": data.generation,
+        "written": data.written,
         "file_kinds": list(FILE_KINDS),
     }
     _clear_leftovers(path)
