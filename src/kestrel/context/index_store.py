@@ -227,13 +227,16 @@ class IndexStore:
         """The generation and write-log position, read together, for a snapshot of this
         process's records; None when another writer has written since this one last did."""
         with self._writing:
-            self._db.execute("BEGIN")  # one read transaction: both from the same state
+            own = not self._db.in_transaction
+            if own:
+                self._db.execute("BEGIN")  # one read transaction: both from the same state
             try:
                 last = self._max_rowid()
                 stamp = self._meta("generation") or ""
                 position = write_log.position(self._db)
             finally:
-                self._db.execute("COMMIT")
+                if own:
+                    self._db.execute("COMMIT")
         if self._shared or last != self._last_rowid or stamp != self._stamp:
             return None
         return f"{self._stamp}/{last}", position
