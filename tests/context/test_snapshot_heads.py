@@ -19,6 +19,15 @@ def repo(tmp_path: Path) -> Path:
     return committed_repo(tmp_path / "repo", FILES)
 
 
+def written_after_snapshot(repo: Path, cache: Path, files: dict[str, str]) -> None:
+    """Index, snapshot, then change `files` and refresh: saved and logged, no new snapshot."""
+    indexed(repo, cache)
+    engine = ContextEngine.open(repo, cache)
+    write(repo, files)
+    engine.refresh()
+    engine.close()
+
+
 def count_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = IndexStore.heads
@@ -77,11 +86,9 @@ def test_more_writes_than_a_reopen_reads_one_by_one_make_it_read_every_row(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    indexed(repo, cache)
-    engine = ContextEngine.open(repo, cache)
-    write(repo, {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"})
-    engine.refresh()
-    engine.close()
+    written_after_snapshot(
+        repo, cache, {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"}
+    )
     monkeypatch.setattr(loading, "MAX_CHANGED_FILES", 1)
     calls = count_heads(monkeypatch)
     engine = ContextEngine.open(repo, cache)
@@ -94,11 +101,8 @@ def test_a_stat_only_change_is_logged_too(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    indexed(repo, cache)
-    engine = ContextEngine.open(repo, cache)
-    write(repo, {"shop/cart.py": FILES["shop/cart.py"]})  # same bytes, a new mtime
-    engine.refresh()
-    engine.close()
+    # The same bytes, a new mtime.
+    written_after_snapshot(repo, cache, {"shop/cart.py": FILES["shop/cart.py"]})
     calls = count_heads(monkeypatch)
     engine = ContextEngine.open(repo, cache)
     assert calls == []
