@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ import kestrel.context.engine as engine_module
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import index_path_for
 from kestrel.context.inventory import content_hash
-from kestrel.context.snapshot import snapshot_path
+from kestrel.context.snapshot import MAGIC, snapshot_path
 
 FILES = {
     "shop/cart.py": (
@@ -208,12 +209,29 @@ def test_an_index_of_format_3_is_kept_and_brought_up_to_date(repo: Path, tmp_pat
     engine.close()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "other index"])
+def damage_header(snap: Path, change: dict[str, object]) -> None:
+    """Rewrite the snapshot's JSON header in place, padded to its old length."""
+    data = snap.read_bytes()
+    start = len(MAGIC) + 8
+    size = int.from_bytes(data[len(MAGIC) : start], "little")
+    header = json.loads(data[start : start + size])
+    text = json.dumps({**header, **change}, separators=(",", ":")).encode()
+    assert len(text) <= size
+    snap.write_bytes(data[:start] + text.ljust(size) + data[start + size :])
+
+
+@pytest.mark.parametrize(
+    "damage", ["garbage", "truncated", "other index", "file kinds", "log position"]
+)
 def test_an_unusable_snapshot_is_set_aside(repo: Path, tmp_path: Path, damage: str) -> None:
     cache = tmp_path / "cache"
     indexed(repo, cache)
     snap = snapshot_of(repo, cache)
-    if damage == "garbage":
+    if damage == "file kinds":
+        damage_header(snap, {"file_kinds": []})
+    elif damage == "log position":
+        damage_header(snap, {"written": "many"})
+    elif damage == "garbage":
         snap.write_bytes(b"not a snapshot at all")
     elif damage == "truncated":
         snap.write_bytes(snap.read_bytes()[:5000])

@@ -105,9 +105,9 @@ class Snapshot:
         self.ranked: int = header["ranked"]
         self.vocab_size: int = header["vocab"]
         self.totals: dict[str, float] = header["totals"]
-        self.generation: str | None = header.get("generation")
+        self.generation: str | None = _optional(header, "generation", str)
         """The index generation the records are exactly, when known (older snapshots: None)."""
-        self.written: int | None = header.get("written")
+        self.written: int | None = _optional(header, "written", int)
         """The index's write-log position at that generation."""
         self._kinds: list[str] = header["kinds"]
         self.paths = _split(a["paths"])
@@ -136,7 +136,10 @@ class Snapshot:
         kinds = self._header.get("file_kinds")
         if kinds is None or "sizes" not in a:
             return None
-        names = [kinds[k] for k in a["file_kind"].tolist()]
+        try:
+            names = [kinds[k] for k in a["file_kind"].tolist()]
+        except (IndexError, TypeError) as exc:
+            raise SnapshotUnusable(f"its file kinds are damaged: {exc}") from exc
         sizes, mtimes = a["sizes"].tolist(), a["mtimes"].tolist()
         if not len(names) == len(sizes) == len(mtimes) == len(self.paths):
             raise SnapshotUnusable("its file tables disagree")
@@ -245,6 +248,14 @@ class Snapshot:
             )
             for n0, n1, q0, q1, s0, s1, kind, line, end in columns
         ]
+
+
+def _optional(header: dict[str, Any], key: str, kind: type) -> Any:
+    """A header value that may be missing (older snapshots), else must be of `kind`."""
+    value = header.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise ValueError(f"its {key} is damaged")
+    return value
 
 
 def _split(blob: Array) -> list[str]:
