@@ -10,12 +10,20 @@ next `--window` changes, so one index answers them all) and the context engine r
 and definitions for the message; every candidate's feature row and label go to
 `OUT/<repo>@<base>.npz` (files: `rows`, `labels`, `sizes`, `paths`; definitions: `def_rows`,
 `def_labels`, `def_sizes`, and `def_need`, how many definitions the change touched: the innermost
-ones around its diff's old lines, in the parent's version of the file), and the tasks
-themselves to `OUT/tasks.jsonl`.
+ones around its diff's old lines, in the parent's version of the file; `sources`, where each
+task's query came from: `message` or `changelog`), and the tasks themselves to
+`OUT/tasks.jsonl`.
 
 What is kept: changes that modify one to three existing non-test, non-doc Python files, whose
 message (trailers, issue references and merge boilerplate removed) has at least 8 words, and is
-not a release, version bump, revert or automated update. The repositories are chosen so that
+not a release, version bump, revert or automated update.
+
+A change that also writes a changelog entry (a news fragment such as pip's `news/N.bugfix.rst`,
+SQLAlchemy's `unreleased_*/N.rst`, Hypothesis's `RELEASE.rst`, or lines added to a
+`CHANGES.rst`) gives a second task with the same answer: the entry's text as the query (markup
+removed, at least 8 words), marked `"source": "changelog"`. Entries are written for users and
+describe behaviour ("Fixed issue where ... would fail when ..."), as bug reports do; commit
+messages summarise the fix in the code's own words. The repositories are chosen so that
 no task of the localization benchmark comes from them (`BENCHMARK_REPOS` are refused).
 """
 
@@ -26,6 +34,7 @@ import json
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -127,11 +136,42 @@ def changes(bare: Path, base: str, limit: int) -> list[dict[str, Any]]:
     return found
 
 
-def keep(change: dict[str, Any], present: set[str]) -> dict[str, Any] | None:
-    """The task a change makes, or None when it is not a good one."""
-    query = clean_message(change["message"])
-    if len(query.split()) < 8 or _SKIP.match(query):
-        return None
+_CHANGELOG = re.compile(
+    r"(^|/)(news|unreleased[^/]*|whatsnew/pr)/[^/]+\.(rst|md|txt)$|"
+    r"(^|/)(changes|changelog|release|history)(\.(rst|md|txt))?$",
+    re.IGNORECASE,
+)
+_MARKUP_LINE = re.compile(
+    r"^\s*(\.\. [\w-]+::.*|:[\w-]+:.*|RELEASE_TYPE:.*|[-=~^*#+]{3,}|Version .*|Unreleased.*)$",
+    re.IGNORECASE,
+)
+_ROLE = re.compile(r":[\w:-]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def changelog_paths(change: dict[str, Any]) -> list[str]:
+    """The changelog entries a change added or extended."""
+    return [
+        line[2:]
+        for line in change["touched"]
+        if line[:2] in ("A\t", "M\t") and _CHANGELOG.search(line[2:])
+    ]
+
+
+def changelog_text(bare: Path, commit: str, paths: list[str]) -> str:
+    """The words a change added to its changelog entries, without reStructuredText markup."""
+    diff = git(bare, "diff", "--no-renames", "-U0", f"{commit}^1", commit, "--", *paths)
+    kept: list[str] = []
+    for line in diff.splitlines():
+        if not line.startswith("+") or line.startswith("+++"):
+            continue
+        text = line[1:].strip().lstrip("-*").strip()
+        if text and not _MARKUP_LINE.match(text):
+            kept.append(_ISSUE_REF.sub("", _ROLE.sub(r"\1", text)).replace("``", ""))
+    return " ".join(kept).strip()
+
+
+def answer(change: dict[str, Any], present: set[str]) -> list[str] | None:
+    """The source files a change modified, or None when it is not a good task."""
     source = [
         p
         for p in change["modified"]
@@ -144,7 +184,48 @@ def keep(change: dict[str, Any], present: set[str]) -> dict[str, Any] | None:
     ]
     if not 1 <= len(source) <= 3 or added_source or not all(p in present for p in source):
         return None
-    return {"commit": change["commit"], "query": query, "gold": source}
+    return source
+
+
+def keep(bare: Path, change: dict[str, Any], present: set[str]) -> list[dict[str, Any]]:
+    """The tasks a change makes: its message's, and its changelog entry's when it wrote one."""
+    gold = answer(change, present)
+    if gold is None:
+        return []
+    tasks: list[dict[str, Any]] = []
+    query = clean_message(change["message"])
+    if len(query.split()) >= 8 and not _SKIP.match(query):
+        tasks.append({"commit": change["commit"], "query": query, "gold": gold})
+    paths = changelog_paths(change)
+    entry = changelog_text(bare, change["commit"], paths) if paths else ""
+    if len(entry.split()) >= 8 and not _SKIP.match(query):
+        tasks.append(
+            {"commit": change["commit"], "query": entry, "gold": gold, "source": "changelog"}
+        )
+    code = test_code(bare, change)
+    if tasks and code:
+        words = tasks[-1]["query"]
+        tasks.append({**tasks[-1], "query": f"{words}\n\n{code}", "source": "report"})
+    return tasks
+
+
+def test_code(bare: Path, change: dict[str, Any], lines: int = 30) -> str:
+    """The first lines of test code a change added: what a bug report's example shows."""
+    tests = [
+        line[2:]
+        for line in change["touched"]
+        if line[:2] in ("A\t", "M\t") and line.endswith(".py") and is_test_path(line[2:])
+    ]
+    if not tests:
+        return ""
+    commit = change["commit"]
+    diff = git(bare, "diff", "--no-renames", "-U0", f"{commit}^1", commit, "--", *tests)
+    added = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
+    ]
+    return textwrap.dedent("\n".join(added[:lines]))
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? ")
@@ -194,7 +275,7 @@ def mine(
     engine: ContextEngine | None = None
     for base in picks:
         present = set(git(bare, "ls-tree", "-r", "--name-only", base).split("\n"))
-        kept = [t for c in changes(bare, base, window) if (t := keep(c, present)) is not None]
+        kept = [t for c in changes(bare, base, window) for t in keep(bare, c, present)]
         if not kept:
             continue
         checkout(bare, tree, base)
@@ -230,6 +311,7 @@ def mine(
             def_labels=np.concatenate(def_labels),
             def_sizes=np.array([len(labels) for labels in def_labels]),
             def_need=np.array([len(task["functions"]) for task in kept]),
+            sources=np.array([task.get("source", "message") for task in kept]),
         )
         hit = sum(1 for t in kept if t["found"])
         print(

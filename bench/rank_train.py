@@ -45,6 +45,14 @@ def load_groups(path: Path, kind: str = "file") -> list[Group]:
     return list(zip(np.split(rows, cuts), np.split(labels, cuts), strict=True))
 
 
+def task_sources(path: Path) -> list[str]:
+    """Where each task of a mined dump took its query from (`message` or `changelog`)."""
+    with np.load(path) as data:
+        if "sources" in data:
+            return [str(s) for s in data["sources"]]
+        return ["message"] * len(data["sizes"])
+
+
 def dev_needs(path: Path) -> list[int] | None:
     """How many gold definitions each task of a localization dump has (None: not recorded)."""
     with np.load(path) as data:
@@ -84,23 +92,27 @@ def line(name: str, acc: dict[int, float], n: int) -> str:
     return f"{name:<48} n={n:<5} " + "  ".join(f"@{k} {v:5.1f}" for k, v in acc.items())
 
 
-def mined(data: Path, kind: str) -> dict[str, list[Group]]:
-    """Every mined dump in `data`, by repository. Tasks that changed no definition are left out
-    of the definition ranking; a task whose answer is not among the candidates stays (a miss)."""
+def mined(data: Path, kind: str, sources: frozenset[str]) -> dict[str, list[Group]]:
+    """Every mined dump in `data`, by repository, keeping tasks whose query came from one of
+    `sources`. Tasks that changed no definition are left out of the definition ranking; a task
+    whose answer is not among the candidates stays (a miss)."""
     by_repo: dict[str, list[Group]] = {}
     for path in sorted(data.glob("*.npz")):
         repo = path.name.split("@", 1)[0].replace("__", "/")
         groups = load_groups(path, kind)
-        if kind == "definition":
-            needs = dev_needs(path) or [1] * len(groups)
-            groups = [g for g, need in zip(groups, needs, strict=True) if need > 0]
-        by_repo.setdefault(repo, []).extend(groups)
+        needs = dev_needs(path) if kind == "definition" else None
+        needs = needs or [1] * len(groups)
+        wanted = [s in sources for s in task_sources(path)]
+        groups = [g for g, n, w in zip(groups, needs, wanted, strict=True) if n > 0 and w]
+        if groups:
+            by_repo.setdefault(repo, []).extend(groups)
     return by_repo
 
 
 def one_kind(kind: str, args: argparse.Namespace) -> LearnedRanker:
     """Report the leave-one-repository-out and dev figures of `kind`; the final model."""
-    by_repo = mined(args.data, kind)
+    by_repo = mined(args.data, kind, args.train_on)
+    scored = mined(args.data, kind, args.score_on)
     knobs = {"units": args.units, "epochs": args.epochs, "l2": args.l2}
     groups: list[Group] = []
     models: list[LearnedRanker] = []
@@ -108,17 +120,20 @@ def one_kind(kind: str, args: argparse.Namespace) -> LearnedRanker:
     for repo in sorted(by_repo):
         others = [g for name, found in by_repo.items() if name != repo for g in found]
         model = train(others, kind=kind, **knobs)  # type: ignore[arg-type]
-        print(line(f"{repo}, hand", accuracy(by_repo[repo], None), len(by_repo[repo])))
-        print(line(f"{repo}, learned", accuracy(by_repo[repo], model), len(by_repo[repo])))
-        groups.extend(by_repo[repo])
-        models.extend([model] * len(by_repo[repo]))
+        held = scored.get(repo, [])
+        print(line(f"{repo}, hand", accuracy(held, None), len(held)))
+        print(line(f"{repo}, learned", accuracy(held, model), len(held)))
+        groups.extend(held)
+        models.extend([model] * len(held))
     print(line("each repository left out in turn, hand", accuracy(groups, None), len(groups)))
     print(line("each repository left out in turn, learned", accuracy(groups, models), len(groups)))
     about = (
-        f"{kind} ranker trained {datetime.date.today().isoformat()} on {len(groups)} tasks "
+        f"{kind} ranker trained {datetime.date.today().isoformat()} on "
+        f"{sum(len(found) for found in by_repo.values())} tasks "
         f"mined from {len(by_repo)} repositories' histories ({', '.join(sorted(by_repo))})"
     )
-    final = train(groups, kind=kind, about=about, **knobs)  # type: ignore[arg-type]
+    every = [g for found in by_repo.values() for g in found]
+    final = train(every, kind=kind, about=about, **knobs)  # type: ignore[arg-type]
     if args.dev:
         dev = load_groups(args.dev, kind)
         needs = dev_needs(args.dev) if kind == "definition" else None
@@ -126,6 +141,14 @@ def one_kind(kind: str, args: argparse.Namespace) -> LearnedRanker:
         print(line("localization dev (measured only), hand", accuracy(dev, None, needs), count))
         print(line("localization dev (measured only), learned", accuracy(dev, final, needs), count))
     return final
+
+
+def _sources(value: str) -> frozenset[str]:
+    chosen = frozenset(v.strip() for v in value.split(",") if v.strip())
+    unknown = chosen - {"message", "changelog", "report"}
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"choose message and/or changelog, not {value!r}")
+    return chosen
 
 
 def main() -> None:
@@ -140,6 +163,18 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--l2", type=float, default=0.01)
     parser.add_argument("--out", type=Path, default=PACKAGE, help="folder the models go to")
+    parser.add_argument(
+        "--train-on",
+        type=_sources,
+        default=_sources("message"),
+        help="queries to train on: message, changelog or both (comma-separated)",
+    )
+    parser.add_argument(
+        "--score-on",
+        type=_sources,
+        default=_sources("message"),
+        help="queries the held-out repository is scored on",
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if not any(args.data.glob("*.npz")):
