@@ -145,6 +145,12 @@ _MARKUP_LINE = re.compile(
     r"^\s*(\.\. [\w-]+::.*|:[\w-]+:.*|RELEASE_TYPE:.*|[-=~^*#+]{3,}|Version .*|Unreleased.*)$",
     re.IGNORECASE,
 )
+_REFERENCE = re.compile(
+    r":(issue|pr|ticket|tickets|bug|user|ghissue|gh|pull):`[^`]*`|"
+    r"\(\s*(?:[#]?\d+[,\s]*)+\)|\[ticket:\d+\]",
+    re.IGNORECASE,
+)
+_EMPTY = re.compile(r"\s*\(\s*\)")
 _ROLE = re.compile(r":[\w:-]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
 
 
@@ -166,7 +172,8 @@ def changelog_text(bare: Path, commit: str, paths: list[str]) -> str:
             continue
         text = line[1:].strip().lstrip("-*").strip()
         if text and not _MARKUP_LINE.match(text):
-            kept.append(_ISSUE_REF.sub("", _ROLE.sub(r"\1", text)).replace("``", ""))
+            text = _ROLE.sub(r"\1", _EMPTY.sub("", _REFERENCE.sub("", text)))
+            kept.append(_ISSUE_REF.sub("", text).replace("``", "").strip())
     return " ".join(kept).strip()
 
 

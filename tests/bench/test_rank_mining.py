@@ -59,10 +59,9 @@ def test_which_changes_become_tasks(
     message: str, modified: list[str], touched: list[str], kept: bool
 ) -> None:
     change = {"commit": "c0ffee", "message": message, "modified": modified, "touched": touched}
-    task = rank_data.keep(change, {"pkg/cache.py", "tests/test_c.py"})
-    assert (task is not None) is kept
-    if task is not None:
-        assert task["gold"] == ["pkg/cache.py"]
+    tasks = rank_data.keep(Path("/nowhere"), change, {"pkg/cache.py", "tests/test_c.py"})
+    assert bool(tasks) is kept
+    assert all(task["gold"] == ["pkg/cache.py"] for task in tasks)
 
 
 def test_benchmark_repositories_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,6 +110,38 @@ def test_mining_writes_each_tasks_candidates_and_labels(tmp_path: Path) -> None:
         assert data["def_need"].tolist() == [1] * len(tasks)
         assert int(data["def_labels"].sum()) == len(tasks)  # cache_entry, once per task
     assert labelled == {"cache.py"}
+
+
+def test_a_changelog_entry_and_the_added_test_code_make_more_tasks(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "news").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "cache.py").write_text("def cache_entry(x):\n    return x\n")
+    (root / "tests" / "test_cache.py").write_text("import cache\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, *SIGN, "commit", "-qm", "Start")
+    (root / "cache.py").write_text("def cache_entry(x):\n    return x + 1\n")
+    (root / "news" / "12.bugfix.rst").write_text(
+        "Fixed issue where :func:`cache.cache_entry` returned the key it was given unchanged,\n"
+        "so that every lookup missed (:issue:`12`).\n"
+    )
+    (root / "tests" / "test_cache.py").write_text(
+        "import cache\n\n\ndef test_entry_moves():\n    assert cache.cache_entry(1) == 2\n"
+    )
+    git(root, "add", ".")
+    git(root, *SIGN, "commit", "-qm", "Fix cache_entry returning its key unchanged for lookups")
+    sha = git(root, "rev-parse", "HEAD").strip()
+    change = rank_data.changes(root / ".git", f"{sha}^", 5)[0]
+    tasks = rank_data.keep(root / ".git", change, {"cache.py", "tests/test_cache.py"})
+    assert [t.get("source", "message") for t in tasks] == ["message", "changelog", "report"]
+    assert all(t["gold"] == ["cache.py"] for t in tasks)
+    entry = tasks[1]["query"]
+    assert entry.startswith("Fixed issue where cache.cache_entry returned the key")
+    assert ":func:" not in entry and "12" not in entry
+    assert tasks[2]["query"] == f"{entry}\n\ndef test_entry_moves():\n" + (
+        "    assert cache.cache_entry(1) == 2"
+    )
 
 
 def test_the_harness_scores_a_models_order_and_counts_unreadable_answers(
