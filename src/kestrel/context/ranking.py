@@ -35,6 +35,7 @@ from kestrel.context.rank import (
     normalised,
 )
 from kestrel.context.record import prefetch_definitions
+from kestrel.context.segments import best_slots
 from kestrel.context.semantic import spread
 
 if TYPE_CHECKING:
@@ -361,9 +362,5 @@ def _symbol_hit(path: str, symbol: Symbol, score: float) -> SymbolHit:
 
 def _top(index: Bm25Index, scores: ScoreArray, n: int) -> dict[str, float]:
     # Only the slots some term reached are ordered: a few of millions of chunks.
-    positive = np.flatnonzero(scores > 0)
-    if len(positive) == 0:
-        return {}
-    if len(positive) > n:
-        positive = positive[np.argpartition(-scores[positive], n - 1)[:n]]
+    positive = best_slots(scores, n)
     return dict(zip(index.keys_of(positive.tolist()), scores[positive].tolist(), strict=True))
