@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import Protocol
 
 from kestrel.context.model import Symbol
 from kestrel.context.query import TaskQuery
@@ -128,9 +129,15 @@ def identifier_scores(
     return files, symbols
 
 
-def fuse(
-    signals: Signals, query: TaskQuery, w: Weights, kinds: Mapping[str, str]
-) -> dict[str, float]:
+class Kinds(Protocol):
+    """What `fuse` asks about files' kinds (`kestrel.context.record.KindsOf`)."""
+
+    def of_kind(self, kind: str, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` that are of `kind`."""
+        ...
+
+
+def fuse(signals: Signals, query: TaskQuery, w: Weights, kinds: Kinds) -> dict[str, float]:
     """One score per file: the weighted signals times the path priors."""
     tests_ok = about_tests(query)
     parts = (
@@ -152,13 +159,13 @@ def fuse(
         have = fused.get
         for path, value in signal.items():
             fused[path] = have(path, 0.0) + weight * value
-    kind_of = kinds.get
+    texts = kinds.of_kind("text", fused)
     for path, score in fused.items():
         if not tests_ok and is_test_path(path):
             score *= w.test_prior
         elif is_doc_path(path):
             score *= w.doc_prior
-        if kind_of(path) == "text":
+        if path in texts:
             score *= w.text_prior
         fused[path] = score
     return fused

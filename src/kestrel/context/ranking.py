@@ -206,16 +206,21 @@ def _order_files(
 ) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """Files best first with their scores, and the best 200's share of the top score."""
     fused = fuse(found.evidence.signals, query, engine.weights, engine._kinds)
-    held = engine._post.held
-    ranked = sorted(
-        ((p, s) for p, s in fused.items() if p in held and p not in engine._pending),
-        key=lambda kv: (-kv[1], kv[0]),
-    )
+    ranked = _servable(engine, fused)
     if engine.ranker is not None and ranked:
         ranked = _rerank_files(engine, ranked, found.evidence, fused, query)
     top_file = ranked[0][1] if ranked else 1.0
     file_share = {p: s / top_file for p, s in ranked[:200]} if top_file > 0 else {}
     return ranked, file_share
+
+
+def _servable(engine: ContextEngine, fused: dict[str, float]) -> list[tuple[str, float]]:
+    """The fused files the index can serve now, best first (ties by path)."""
+    # Set operations on the key views run in C: thousands of candidates per query.
+    paths = fused.keys() & engine._post.held.keys()
+    if engine._pending:
+        paths -= engine._pending
+    return sorted(((p, fused[p]) for p in paths), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _rerank_files(
@@ -252,11 +257,7 @@ def file_features(engine: ContextEngine, text: str) -> tuple[list[str], np.ndarr
         query = parse_query(text)
         found = _gather(engine, query)
         fused = fuse(found.evidence.signals, query, engine.weights, engine._kinds)
-        held = engine._post.held
-        ranked = sorted(
-            ((p, s) for p, s in fused.items() if p in held and p not in engine._pending),
-            key=lambda kv: (-kv[1], kv[0]),
-        )
+        ranked = _servable(engine, fused)
         head = [p for p, _ in ranked[:CANDIDATES]]
         facts = _facts(engine, head)
         return head, file_rows(head, found.evidence, fused, query, facts, engine.history)

@@ -248,3 +248,8 @@ class KindsOf(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._records)
+
+    def of_kind(self, kind: str, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` whose record is of `kind` (one pass: a query asks about thousands)."""
+        get = self._records.get
+        return {p for p in paths if (r := get(p)) is not None and r.kind == kind}
