@@ -101,7 +101,14 @@ def test_names_defined_too_often_leave_the_identifier_signal(
 
 
 @pytest.mark.parametrize(
-    ("size", "reached", "n"), [(10, 4, 5), (300_000, 120_000, 3000), (90_000, 60_000, 7)]
+    ("size", "reached", "n"),
+    [
+        (10, 4, 5),
+        (90_000, 60_000, 7),  # a small index: every reached slot is ordered
+        (300_000, 120_000, 3000),  # a sample sets the bar
+        (500_000, 900, 100),  # too few reached for the sample to set one
+        (400_000, 5, 0),
+    ],
 )
 def test_best_slots_are_exactly_the_n_highest_positive_scores(
     size: int, reached: int, n: int

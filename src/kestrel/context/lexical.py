@@ -324,21 +324,25 @@ class Bm25Index:
         lift stay below the best ones (the terms left are the commonest, the lightest).
         """
         reached = np.sort(best_slots(out, RESCORED))
-        k1 = self.k1
         for segment in segments:
             inside = reached[(reached >= segment.start) & (reached < segment.end)]
-            if not len(inside):
+            ranges = term_ranges(segment, terms) if len(inside) else []
+            if not ranges:
                 continue
-            extra = np.zeros(len(inside), dtype=np.float64)
-            norm_in = norm[inside]
-            for i, lo, hi in term_ranges(segment, terms):
-                slots = segment.slots[lo:hi]
-                at = np.minimum(np.searchsorted(slots, inside), len(slots) - 1)
-                found = np.flatnonzero(slots[at] == inside)
-                if len(found):
-                    tf = segment.tfs[lo + at[found]].astype(np.float64)
-                    extra[found] += weights[i] * tf * (k1 + 1.0) / (tf + norm_in[found])
-            out[inside] += extra
+            # One binary search per term; the rest is done for all the terms at once.
+            postings = segment.slots
+            found: list[npt.NDArray[np.intp]] = []
+            for _, lo, hi in ranges:
+                at = postings[lo:hi].searchsorted(inside)
+                np.minimum(at, hi - lo - 1, out=at)
+                found.append(at + lo)
+            where = np.concatenate(found)
+            hit = postings[where] == np.tile(inside, len(ranges))
+            which = np.tile(np.arange(len(inside)), len(ranges))[hit]
+            tf = segment.tfs[where[hit]].astype(np.float64)
+            weight = np.repeat(np.array([weights[i] for i, _, _ in ranges]), len(inside))[hit]
+            part = weight * tf * (self.k1 + 1.0) / (tf + norm[inside][which])
+            out[inside] += np.bincount(which, weights=part, minlength=len(inside))
 
     def _norm(self, n: int, live: int) -> ScoreArray:
         """Each slot's length normalisation, kept while no document is added or removed (at

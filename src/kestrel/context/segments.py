@@ -71,20 +71,24 @@ def grown(array: npt.NDArray[_A], size: int) -> npt.NDArray[_A]:
 def best_slots(scores: npt.NDArray[np.float64], n: int) -> npt.NDArray[np.intp]:
     """Up to `n` slots with the highest positive scores, in no particular order.
 
-    Over millions of slots a sample's quantile first sets a bar that about `3n` of them clear,
-    so that only those are ordered (at two million chunks this took 2 ms, against 6 ms to
+    Over millions of slots a strided sample first sets a bar that about `3n` of them clear, so
+    that only those are gathered and ordered (at two million chunks, 1-2 ms against 5 ms to
     order every reached slot). The bar is only used when at least `n` slots clear it, so the
     result is exactly the `n` best.
     """
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if len(scores) > max(16 * n, 100_000):
+        step = len(scores) // 50_000
+        sample = scores[::step]
+        sample = sample[sample > 0]
+        need = 3 * n // step + 1
+        if len(sample) > need:
+            cut = np.partition(sample, len(sample) - need)[len(sample) - need]
+            above = np.flatnonzero(scores >= cut)
+            if len(above) >= n:
+                return above[np.argpartition(-scores[above], n - 1)[:n]]
     positive = np.flatnonzero(scores > 0)
     if len(positive) <= n:
         return positive
-    values = scores[positive]
-    if len(positive) > max(8 * n, 50_000):
-        step = len(positive) // 20_000
-        sample = np.sort(values[::step])
-        cut = sample[max(len(sample) - 1 - (3 * n) // step, 0)]
-        above = np.flatnonzero(values >= cut)
-        if len(above) >= n:
-            positive, values = positive[above], values[above]
-    return positive[np.argpartition(-values, n - 1)[:n]]
+    return positive[np.argpartition(-scores[positive], n - 1)[:n]]
