@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 from kestrel.agent.state import FIRST_CONTEXT_SOURCE
 from kestrel.agent.usage_estimate import spent
 from kestrel.context.model import SearchResult
+from kestrel.policy.injection import frame, scan
 from kestrel.protocol.errors import KestrelError, ProviderError
-from kestrel.protocol.events import ContextAdded
+from kestrel.protocol.events import ContextAdded, InjectionFlagged
 from kestrel.protocol.messages import Completion, Usage
 from kestrel.tools.rerank import Ranked, read_order, render, reordered, rerank_request
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 CodeSearch = Callable[[str, int], Awaitable[SearchResult]]
 """Ranks the workspace's files for a text: (text, how many files) -> the engine's result."""
 SOURCE = FIRST_CONTEXT_SOURCE
+SCREENED_AS = "the context engine"
+"""How the first context is named when its text is flagged (`InjectionFlagged.name`)."""
 
 
 async def add_first_context(loop: AgentLoop) -> None:
@@ -50,7 +53,21 @@ async def add_first_context(loop: AgentLoop) -> None:
     text = render(ranked, result, config.first_context_files)
     if ranked.note:
         text += f"\n({ranked.note})"
-    loop.emit(ContextAdded(source=SOURCE, text=text, usage=usage))
+    loop.emit(ContextAdded(source=SOURCE, text=_screened(loop, text), usage=usage))
+
+
+def _screened(loop: AgentLoop, text: str) -> str:
+    """The text framed as data when the repository's paths or names read like instructions.
+
+    A hostile repository names its files as it likes (a path may hold spaces, even a line
+    break): what the engine lists is screened like any tool result before the model reads it.
+    """
+    findings = scan(text)
+    if not findings:
+        return text
+    described = tuple(f.describe() for f in findings)
+    loop.emit(InjectionFlagged(call_id="", name=SCREENED_AS, findings=described))
+    return frame(text, SCREENED_AS, findings)
 
 
 async def _rerank(loop: AgentLoop, result: SearchResult) -> tuple[Ranked, Usage | None]:
