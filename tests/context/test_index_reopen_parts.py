@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from kestrel.context import vocab as vocab_module
 from kestrel.context.lexical import Bm25Index, Vocabulary
 from kestrel.context.model import FileSymbols, Symbol
 from kestrel.context.postings import Postings
@@ -118,15 +120,35 @@ def test_definitions_fetched_together_are_the_ones_read_alone(tmp_path: Path) ->
         assert not record.loaded
 
 
-def test_a_vocabulary_looks_terms_up_in_the_snapshot_until_one_is_added(tmp_path: Path) -> None:
+def test_a_vocabulary_looks_terms_up_in_the_snapshot_also_when_adding(tmp_path: Path) -> None:
     snapshot, _, built = snapshot_of(tmp_path)
     vocab = Vocabulary(["later"], stored=snapshot.vocab)
     assert len(vocab) == len(built) + 1
     assert [vocab.get(t) for t in built.terms] == list(range(len(built)))
     assert vocab.get("later") == len(built) and vocab.get("never") is None
     assert list(vocab.terms) == [*built.terms, "later"]
-    assert vocab.intern("newer") == len(built) + 1  # loads every term, then adds
-    assert vocab.get("w3") == built.get("w3") and vocab.all_terms()[-2:] == ["later", "newer"]
+    assert vocab.intern("newer") == len(built) + 1
+    assert vocab.intern("w3") == built.get("w3")  # a stored term keeps its stored id
+    ids, _ = vocab.vector({"w3": 1.0, "newest": 2.0, "later": 1.0})
+    assert sorted(ids.tolist()) == [built.get("w3"), len(built), len(built) + 2]
+    assert vocab._stored is not None  # adding a few terms built no map of them all
+    assert vocab.all_terms()[-3:] == ["later", "newer", "newest"]
+    assert list(vocab.terms) == vocab.all_terms()
+
+
+def test_many_additions_load_the_whole_vocabulary_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshot, _, built = snapshot_of(tmp_path)
+    vocab = Vocabulary([], stored=snapshot.vocab)
+    monkeypatch.setattr(vocab_module, "LOOKUPS_BEFORE_LOAD", 2)
+    assert vocab.intern("one") == len(built)
+    assert vocab.intern("two") == len(built) + 1
+    assert vocab._stored is not None
+    assert vocab.intern("three") == len(built) + 2  # the third lookup loads every term
+    assert vocab._stored is None
+    assert vocab.intern("w3") == built.get("w3") and vocab.intern("two") == len(built) + 1
+    assert vocab.all_terms() == [*built.all_terms(), "one", "two", "three"]
 
 
 def test_path_lookups_match_by_trailing_components() -> None:
