@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from kestrel.context.segments import (
+    Bm25Export,
+    ScoreArray,
     Segment,
+    StoredDocs,
     best_slots,
     build_segment,
     grown,
@@ -21,7 +22,6 @@ from kestrel.context.vocab import FloatArray, IntArray, Vocabulary
 
 __all__ = ["Bm25Export", "Bm25Index", "FloatArray", "IntArray", "ScoreArray", "Vocabulary"]
 
-ScoreArray = npt.NDArray[np.float64]
 
 _MIN_DOCS_TO_SKIP = 50
 MAX_POSTINGS = 250_000
@@ -35,6 +35,10 @@ rebuild the index whole when convenient (`crowded`): replaced documents stay as 
 _FOLD_LIMIT = 1.0
 """Past this share, `put` folds everything into a new base itself, whatever it costs then."""
 _MAX_TAIL = 8
+_NORM_DRIFT = 1e-3
+"""How far the average document length may move before every slot's normalisation is redone."""
+_NORM_REUSE_MIN = 10_000
+"""Live documents below which it is redone whenever the average moves at all."""
 """Segments after the base beyond this are merged into one: each costs a pass per query."""
 
 
@@ -70,48 +74,6 @@ def _within_budget(
     return kept, []
 
 
-class StoredDocs(Protocol):
-    """Documents kept outside the index (a mapped snapshot), in slots 0 to `count` - 1."""
-
-    count: int
-
-    def key(self, slot: int) -> str:
-        """The key of a stored slot."""
-        ...
-
-    def keys(self, slots: Sequence[int]) -> list[str]:
-        """The keys of stored slots, in order."""
-        ...
-
-    def find(self, key: str) -> int | None:
-        """The stored slot of `key`, if it has one."""
-        ...
-
-    def doc(self, slot: int) -> tuple[IntArray, FloatArray]:
-        """The vector of a stored slot."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Bm25Export:
-    """An index built whole, as arrays: what a snapshot keeps and restores."""
-
-    terms: IntArray
-    offsets: npt.NDArray[np.int64]
-    slots: IntArray
-    tfs: FloatArray
-    length: ScoreArray
-    df: npt.NDArray[np.int64]
-    total_length: float
-
-    def arrays(self) -> dict[str, npt.NDArray[Any]]:
-        """The arrays by name (`total_length` aside)."""
-        return {name: getattr(self, name) for name in _EXPORTED}
-
-
-_EXPORTED = ("terms", "offsets", "slots", "tfs", "length", "df")
-
-
 class Bm25Index:
     """Documents keyed by string; a removed key's slot is dead until the next fold.
 
@@ -134,7 +96,9 @@ class Bm25Index:
         self._length: ScoreArray = np.zeros(0, dtype=np.float64)
         self._df: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._total_length = 0.0
-        self._norm_key: tuple[int, int, float] | None = None
+        self._norm_avg: float | None = None
+        """The average length `_norm_cache` was computed with (None: nothing cached)."""
+        self._norm_upto = 0
         self._norm_cache: ScoreArray = np.zeros(0, dtype=np.float64)
         self._base = build_segment(0, [])
         self._tail: list[Segment] = []
@@ -233,7 +197,7 @@ class Bm25Index:
         owner = np.repeat(np.arange(n), sizes)
         self._length = np.bincount(owner, weights=all_tfs, minlength=n).astype(np.float64)
         self._total_length = float(self._length.sum())
-        self._norm_key = None
+        self._norm_avg = None
         self._df = np.bincount(all_ids, minlength=1).astype(np.int64)
         self._base = build_segment(0, self._docs)
 
@@ -319,9 +283,9 @@ class Bm25Index:
         """Add the terms left out of the full pass to the `RESCORED` best slots.
 
         Each term's postings are sorted by slot, so finding the best slots in them is a binary
-        search each: a term in a million documents costs microseconds, not milliseconds, and
-        the order at the top is that of full BM25 whenever the slots these terms alone would
-        lift stay below the best ones (the terms left are the commonest, the lightest).
+        search each (about 0.1 ms for a term in a million documents, against several to score
+        all its postings), and the order at the top is that of full BM25 unless a slot outside
+        the `RESCORED` would have climbed into it on these terms, the commonest and lightest.
         """
         reached = np.sort(best_slots(out, RESCORED))
         for segment in segments:
@@ -345,14 +309,28 @@ class Bm25Index:
             out[inside] += np.bincount(which, weights=part, minlength=len(inside))
 
     def _norm(self, n: int, live: int) -> ScoreArray:
-        """Each slot's length normalisation, kept while no document is added or removed (at
-        two million chunks, computing it took 5 ms of every query)."""
-        key = (n, live, self._total_length)
-        if self._norm_key != key:
-            avg = self._total_length / live
-            self._norm_cache = self.k1 * (1.0 - self.b + self.b * self._length[:n] / max(avg, 1e-9))
-            self._norm_key = key
+        """Each slot's length normalisation (computing it for two million chunks took 5-30 ms).
+
+        Kept while the average length stays put, and on a big index while it moves less than
+        `_NORM_DRIFT` (a file edited or a checkout read in the background adds slots and moves
+        it a little after every batch): only the slots added since are computed then.
+        """
+        avg = max(self._total_length / live, 1e-9)
+        kept = self._norm_avg
+        if kept is not None and n >= self._norm_upto:
+            close = live >= _NORM_REUSE_MIN and abs(avg - kept) <= _NORM_DRIFT * kept
+            if avg == kept or close:
+                if n > self._norm_upto:
+                    start, self._norm_cache = self._norm_upto, grown(self._norm_cache, n)
+                    self._norm_cache[start:n] = self._normalised(self._length[start:n], kept)
+                    self._norm_upto = n
+                return self._norm_cache[:n]
+        self._norm_cache = self._normalised(self._length[:n], avg)
+        self._norm_avg, self._norm_upto = avg, n
         return self._norm_cache
+
+    def _normalised(self, lengths: ScoreArray, avg: float) -> ScoreArray:
+        return self.k1 * (1.0 - self.b + self.b * lengths / avg)
 
     def _append(self, key: str, ids: IntArray, tfs: FloatArray) -> None:
         slot = self._count()

@@ -95,7 +95,7 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
                 records[head[0]] = FileRecord.lazy(head, snapshot, slot)
             else:
                 changed.append(head[0])
-    if len(changed) > max(MAX_CHANGED_FILES, MAX_CHANGED_SHARE * len(snapshot.paths)):
+    if len(changed) > _most_changed(snapshot):
         raise SnapshotUnusable(f"{len(changed)} files changed since {path.name} was written")
     if snapshot.written is not None:
         # What the snapshot holds needs no log; a busy or read-only index keeps it for now.
@@ -118,9 +118,14 @@ def _written_since(store: IndexStore, snapshot: Snapshot) -> list[str] | None:
     if snapshot.written is None or not snapshot.has_heads:
         return None
     since = store.written_since(snapshot.written)
-    if since is None or len(since) > MAX_CHANGED_FILES:
+    if since is None or len(since) > _most_changed(snapshot):
         return None
     return since
+
+
+def _most_changed(snapshot: Snapshot) -> float:
+    """How many files may have changed since a snapshot for it to be used."""
+    return max(MAX_CHANGED_FILES, MAX_CHANGED_SHARE * len(snapshot.paths))
 
 
 def _same_generation(store: IndexStore, snapshot: Snapshot) -> bool:

@@ -1,14 +1,19 @@
-"""Term-sorted postings of a run of document slots: what a BM25 index searches."""
+"""Term-sorted postings of a run of document slots (what a BM25 index searches), the
+documents a restored index keeps outside memory, and an index's arrays as a snapshot keeps
+them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from kestrel.context.vocab import FloatArray, IntArray
+
+ScoreArray = npt.NDArray[np.float64]
 
 
 @dataclass(slots=True)
@@ -92,3 +97,45 @@ def best_slots(scores: npt.NDArray[np.float64], n: int) -> npt.NDArray[np.intp]:
     if len(positive) <= n:
         return positive
     return positive[np.argpartition(-scores[positive], n - 1)[:n]]
+
+
+class StoredDocs(Protocol):
+    """Documents kept outside the index (a mapped snapshot), in slots 0 to `count` - 1."""
+
+    count: int
+
+    def key(self, slot: int) -> str:
+        """The key of a stored slot."""
+        ...
+
+    def keys(self, slots: Sequence[int]) -> list[str]:
+        """The keys of stored slots, in order."""
+        ...
+
+    def find(self, key: str) -> int | None:
+        """The stored slot of `key`, if it has one."""
+        ...
+
+    def doc(self, slot: int) -> tuple[IntArray, FloatArray]:
+        """The vector of a stored slot."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Export:
+    """An index built whole, as arrays: what a snapshot keeps and restores."""
+
+    terms: IntArray
+    offsets: npt.NDArray[np.int64]
+    slots: IntArray
+    tfs: FloatArray
+    length: ScoreArray
+    df: npt.NDArray[np.int64]
+    total_length: float
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The arrays by name (`total_length` aside)."""
+        return {name: getattr(self, name) for name in _EXPORTED}
+
+
+_EXPORTED = ("terms", "offsets", "slots", "tfs", "length", "df")
