@@ -97,6 +97,22 @@ def test_more_writes_than_a_reopen_reads_one_by_one_make_it_read_every_row(
     engine.close()
 
 
+def test_the_log_is_trusted_for_as_many_files_as_a_snapshot_may_lack(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    written_after_snapshot(
+        repo, cache, {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"}
+    )
+    monkeypatch.setattr(loading, "MAX_CHANGED_FILES", 1)
+    monkeypatch.setattr(loading, "MAX_CHANGED_SHARE", 0.5)  # half the files may have changed
+    calls = count_heads(monkeypatch)
+    engine = ContextEngine.open(repo, cache)
+    assert engine.opened_from_snapshot and calls == []
+    assert engine.definitions_named("Basket") != []
+    engine.close()
+
+
 def test_a_stat_only_change_is_logged_too(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
