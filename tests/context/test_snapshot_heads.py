@@ -28,6 +28,11 @@ def written_after_snapshot(repo: Path, cache: Path, files: dict[str, str]) -> No
     engine.close()
 
 
+def two_written_after_snapshot(repo: Path, cache: Path) -> None:
+    files = {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"}
+    written_after_snapshot(repo, cache, files)
+
+
 def count_heads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = IndexStore.heads
@@ -82,33 +87,23 @@ def test_after_writes_the_reopen_reads_only_the_rows_written_since(
     assert lazy == decoded_answers(repo, cache)
 
 
-def test_more_writes_than_a_reopen_reads_one_by_one_make_it_read_every_row(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cache = tmp_path / "cache"
-    written_after_snapshot(
-        repo, cache, {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"}
-    )
-    monkeypatch.setattr(loading, "MAX_CHANGED_FILES", 1)
-    calls = count_heads(monkeypatch)
-    engine = ContextEngine.open(repo, cache)
-    assert calls == [1]
-    assert engine.definitions_named("Basket") != []
-    engine.close()
-
-
+@pytest.mark.parametrize(
+    ("share", "reads_every_row"),
+    [
+        (0.1, True),  # two written, more than one may be: every row is read and compared
+        (0.5, False),  # half the files may have changed: the log is trusted for both
+    ],
+)
 def test_the_log_is_trusted_for_as_many_files_as_a_snapshot_may_lack(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float, reads_every_row: bool
 ) -> None:
     cache = tmp_path / "cache"
-    written_after_snapshot(
-        repo, cache, {"shop/cart.py": "class Basket:\n    pass\n", "shop/catalog.py": "X = 1\n"}
-    )
+    two_written_after_snapshot(repo, cache)
     monkeypatch.setattr(loading, "MAX_CHANGED_FILES", 1)
-    monkeypatch.setattr(loading, "MAX_CHANGED_SHARE", 0.5)  # half the files may have changed
+    monkeypatch.setattr(loading, "MAX_CHANGED_SHARE", share)
     calls = count_heads(monkeypatch)
     engine = ContextEngine.open(repo, cache)
-    assert engine.opened_from_snapshot and calls == []
+    assert calls == ([1] if reads_every_row else [])
     assert engine.definitions_named("Basket") != []
     engine.close()
 
