@@ -293,8 +293,10 @@ class Bm25Index:
             ranges = term_ranges(segment, terms) if len(inside) else []
             if not ranges:
                 continue
-            # One binary search per term; the rest is done for all the terms at once.
+            # One binary search per term; the rest is done for all the terms at once. The slots
+            # sought have the postings' own type: other needles make numpy convert every posting.
             postings = segment.slots
+            inside = inside.astype(postings.dtype, copy=False)
             found: list[npt.NDArray[np.intp]] = []
             for _, lo, hi in ranges:
                 at = postings[lo:hi].searchsorted(inside)
