@@ -130,22 +130,31 @@ def test_reopening_from_the_snapshot_answers_as_decoding_everything(
     assert lazy == decoded_answers(repo, cache)
 
 
-def test_files_changed_after_the_snapshot_come_from_the_index(repo: Path, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
+def three_changed_after_snapshot(repo: Path, cache: Path) -> None:
+    """Index and snapshot; then one file changed, one added, one removed, saved by a refresh."""
     indexed(repo, cache)
     engine = ContextEngine.open(repo, cache)
     write(repo, {"shop/cart.py": "class Basket:\n    def weigh_parcel(self):\n        return 1\n"})
     write(repo, {"shop/returns.py": "def refund_order(order):\n    return order.total\n"})
     (repo / "shop/shipping.py").unlink()
-    report = engine.refresh()
+    report = engine.refresh()  # saved and logged, no new snapshot
     assert (report.added, report.changed, report.removed) == (1, 1, 1)
     engine.close()
-    engine = ContextEngine.open(repo, cache)
-    assert engine.opened_from_snapshot  # three files changed: the snapshot still serves
+
+
+def serves_the_three_changes(engine: ContextEngine) -> None:
     assert engine.search("weigh parcel").files[0].path == "shop/cart.py"
     assert engine.search("refund an order").files[0].path == "shop/returns.py"
     assert "shop/shipping.py" not in engine.paths
     assert engine.definitions_named("Cart") == []
+
+
+def test_files_changed_after_the_snapshot_come_from_the_index(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    three_changed_after_snapshot(repo, cache)
+    engine = ContextEngine.open(repo, cache)
+    assert engine.opened_from_snapshot  # three files changed: the snapshot still serves
+    serves_the_three_changes(engine)
     lazy = answers(engine)
     engine.close()
     assert lazy == decoded_answers(repo, cache)

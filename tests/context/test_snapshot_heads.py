@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 from context_kit import committed_repo
-from test_index_reopen import FILES, answers, decoded_answers, indexed, write
+from test_index_reopen import (
+    FILES,
+    answers,
+    decoded_answers,
+    indexed,
+    serves_the_three_changes,
+    three_changed_after_snapshot,
+    write,
+)
 
 from kestrel.context import loading
 from kestrel.context.engine import ContextEngine
@@ -66,21 +74,11 @@ def test_after_writes_the_reopen_reads_only_the_rows_written_since(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    indexed(repo, cache)
-    engine = ContextEngine.open(repo, cache)
-    write(repo, {"shop/cart.py": "class Basket:\n    def weigh_parcel(self):\n        return 1\n"})
-    write(repo, {"shop/returns.py": "def refund_order(order):\n    return order.total\n"})
-    (repo / "shop/shipping.py").unlink()
-    report = engine.refresh()  # three files: saved and logged, no new snapshot
-    assert (report.added, report.changed, report.removed) == (1, 1, 1)
-    engine.close()
+    three_changed_after_snapshot(repo, cache)
     calls = count_heads(monkeypatch)
     engine = ContextEngine.open(repo, cache)
     assert engine.opened_from_snapshot and calls == []
-    assert engine.search("weigh parcel").files[0].path == "shop/cart.py"
-    assert engine.search("refund an order").files[0].path == "shop/returns.py"
-    assert "shop/shipping.py" not in engine.paths
-    assert engine.definitions_named("Cart") == []
+    serves_the_three_changes(engine)
     assert engine.refresh().changed == 0
     lazy = answers(engine)
     engine.close()
