@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import kestrel.context.engine as engine_module
+import kestrel.context.indexing as indexing_module
 import kestrel.context.reader as reader_module
 from kestrel.context.budget import estimate_tokens
 from kestrel.context.builder import build_context_pack
@@ -50,9 +51,9 @@ def repo(tmp_path: Path) -> Path:
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make this small repository count as a big change, so the paths under test are taken."""
     monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 10)
-    monkeypatch.setattr(engine_module, "BULK_MIN_FILES", 10)
-    monkeypatch.setattr(engine_module, "REBUILD_MIN_FILES", 16)
-    monkeypatch.setattr(engine_module, "POOL_MIN_FILES", 10)
+    monkeypatch.setattr(indexing_module, "BULK_MIN_FILES", 10)
+    monkeypatch.setattr(indexing_module, "REBUILD_MIN_FILES", 16)
+    monkeypatch.setattr(indexing_module, "POOL_MIN_FILES", 10)
 
 
 class Gate:
@@ -92,7 +93,7 @@ def mid_read(
     try:
         engine.refresh()
         gate = Gate(free_batches)
-        monkeypatch.setattr(engine_module, "read_files", gate)
+        monkeypatch.setattr(indexing_module, "read_files", gate)
         rewrite_all(repo, "narwhal")
         assert engine.refresh(wait=False).pending == MODULES
         yield engine, gate
@@ -163,11 +164,11 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(
     ran = tmp_path / "ran.txt"
     script.write_text(
         "from pathlib import Path\n"
-        "import kestrel.context.engine as engine_module\n"
+        "import kestrel.context.indexing as indexing_module\n"
         "from kestrel.context.engine import ContextEngine\n"
         f"with open({str(ran)!r}, 'a') as f:\n"
         "    f.write('ran\\n')\n"
-        "engine_module.POOL_MIN_FILES = 1\n"
+        "indexing_module.POOL_MIN_FILES = 1\n"
         f"engine = ContextEngine.open(Path({str(repo)!r}), Path({str(tmp_path / 'c')!r}), "
         "workers=2)\n"
         "print(engine.refresh().files_ranked)\n"
@@ -249,7 +250,7 @@ def test_a_first_index_answers_with_what_it_has_read_so_far(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gate = Gate(free_batches=1)
-    monkeypatch.setattr(engine_module, "read_files", gate)
+    monkeypatch.setattr(indexing_module, "read_files", gate)
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
         assert engine.refresh(wait=False).pending == MODULES + 1
@@ -270,7 +271,7 @@ def test_a_file_rechecked_during_a_background_read_keeps_its_newer_content(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with mid_read(repo, tmp_path, monkeypatch) as (engine, gate):
-        monkeypatch.setattr(engine_module, "read_files", read_files)  # for the one-file check
+        monkeypatch.setattr(indexing_module, "read_files", read_files)  # for the one-file check
         target = repo / "app" / "mod_03.py"
         target.write_text("def handler_3(request):\n    return 'octopus'\n")
         st = target.stat()
@@ -294,7 +295,7 @@ def test_a_file_touched_during_a_bulk_read_waits_for_the_rebuild_with_the_rest(
         target = repo / "app" / "mod_00.py"
         st = target.stat()
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 9_000_000_000))  # same bytes
-        monkeypatch.setattr(engine_module, "read_files", read_files)
+        monkeypatch.setattr(indexing_module, "read_files", read_files)
         assert engine.refresh_paths(["app/mod_00.py"]) == 0
         # Its postings still hold the old text: it must not be served from them.
         assert "app/mod_00.py" not in paths_for(engine, "walrus")
@@ -314,11 +315,11 @@ def test_a_failed_background_read_is_reported_then_redone(
 
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
-        monkeypatch.setattr(engine_module, "read_files", broken)
+        monkeypatch.setattr(indexing_module, "read_files", broken)
         engine.refresh(wait=False)
         with pytest.raises(OSError, match="Input/output error"):
             engine.refresh()
-        monkeypatch.setattr(engine_module, "read_files", read_files)
+        monkeypatch.setattr(indexing_module, "read_files", read_files)
         assert engine.refresh().added == MODULES + 1
         assert len(paths_for(engine, "walrus handler")) == MODULES + 1
     finally:
@@ -331,7 +332,7 @@ def test_closing_stops_a_background_read(
 ) -> None:
     monkeypatch.setattr(reader_module, "BATCH_FILES", 4)  # 11 batches
     gate = Gate(free_batches=1)
-    monkeypatch.setattr(engine_module, "read_files", gate)
+    monkeypatch.setattr(indexing_module, "read_files", gate)
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     engine.refresh(wait=False)
     assert gate.holding.wait(30)
@@ -341,7 +342,7 @@ def test_closing_stops_a_background_read(
     stopper.cancel()
     assert gate.delivered == 2  # the free batch, then the one in hand when the gate opened
     # What was read is kept; the rest is read by the next refresh.
-    monkeypatch.setattr(engine_module, "read_files", read_files)
+    monkeypatch.setattr(indexing_module, "read_files", read_files)
     again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     try:
         report = again.refresh()

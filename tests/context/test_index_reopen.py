@@ -13,7 +13,7 @@ import pytest
 from context_kit import committed_repo
 from context_kit import write as kit_write
 
-import kestrel.context.engine as engine_module
+import kestrel.context.indexing as indexing_module
 from kestrel.context.engine import ContextEngine
 from kestrel.context.index_store import index_path_for
 from kestrel.context.inventory import content_hash
@@ -179,7 +179,7 @@ def test_a_change_made_while_closed_is_picked_up_by_the_refresh(repo: Path, tmp_
 def test_a_bulk_refresh_writes_a_snapshot(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_module, "BULK_MIN_FILES", 0)  # this small read counts as bulk
+    monkeypatch.setattr(indexing_module, "BULK_MIN_FILES", 0)  # this small read counts as bulk
     cache = tmp_path / "cache"
     engine = ContextEngine.open(repo, cache)
     engine.refresh()

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import pytest
 
 import kestrel.context.engine as engine_module
+import kestrel.context.indexing as indexing_module
 from kestrel.context.engine import ContextEngine
 from kestrel.context.inventory import Entry
 from kestrel.protocol.messages import ToolCall
@@ -392,13 +393,13 @@ async def test_search_code_answers_during_a_big_read_and_says_what_it_left_out(
     # Any read counts as big here, and it never ends until the test lets it.
     monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 1)
     opened = threading.Event()
-    real = engine_module.read_files
+    real = indexing_module.read_files
 
     def held(root: Path, todo: Sequence[Entry], workers: int, stop: object = None) -> Any:
         assert opened.wait(30)
         yield from real(root, todo, 0)
 
-    monkeypatch.setattr(engine_module, "read_files", held)
+    monkeypatch.setattr(indexing_module, "read_files", held)
     content = await repo.ok("search_code", query="apply a discount code")
     assert content.startswith("No indexed file matches 'apply a discount code'.")
     unread = re.search(r"The index is still being built: (\d+) files not read yet", content)
