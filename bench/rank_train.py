@@ -3,6 +3,7 @@
     python bench/rank_train.py --mirrors DIR            # mine (if needed), train, report, write
     python bench/rank_train.py --data DIR [--dev FILE.npz] [--kind file|definition|both]
                                [--units 8] [--epochs 10] [--l2 0.01] [--no-write]
+                               [--train-on message,changelog,report] [--score-on ...]
 
 The one command that retrains: it runs `bench/rank_data.py` first when `--data` holds no mined
 tasks. For each kind of model (files, and definitions: functions, methods and classes) it then
@@ -14,6 +15,10 @@ trained on every mined task on that set, which is only ever measured, never trai
 definition task counts only when all its gold functions are among the first k, as the
 localization benchmark counts them. Last it trains on every mined task and writes
 `src/kestrel/context/ranker.json` and `definition_ranker.json`.
+
+`--train-on` and `--score-on` choose the mined tasks by where their query came from (the commit
+`message`, the change's `changelog` entry, or a `report`: that text and the test code the change
+added); both default to `message`, which is what the shipped models are trained on.
 """
 
 from __future__ import annotations
@@ -147,7 +152,7 @@ def _sources(value: str) -> frozenset[str]:
     chosen = frozenset(v.strip() for v in value.split(",") if v.strip())
     unknown = chosen - {"message", "changelog", "report"}
     if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"choose message and/or changelog, not {value!r}")
+        raise argparse.ArgumentTypeError(f"choose from message, changelog, report; not {value!r}")
     return chosen
 
 
@@ -167,7 +172,7 @@ def main() -> None:
         "--train-on",
         type=_sources,
         default=_sources("message"),
-        help="queries to train on: message, changelog or both (comma-separated)",
+        help="queries to train on: message, changelog, report (comma-separated; default message)",
     )
     parser.add_argument(
         "--score-on",

@@ -320,3 +320,16 @@ def test_records_carry_their_place_and_time() -> None:
     assert "<title>calc-1: trajectory</title>" in page
     assert 'href="../report.html"' in page
     assert "#3 · +2.0 s" in _text(page)
+
+
+def test_a_flag_outside_any_tool_call_is_shown_on_its_own() -> None:
+    events: list[Event] = [
+        SessionStarted(session_id="s", task="t", cwd="/w", model="m"),
+        ContextAdded(source="context engine", text="Files most likely relevant:"),
+        InjectionFlagged(
+            call_id="", name="the context engine", findings=(f'override, line 2: "{SCRIPT}"',)
+        ),
+    ]
+    page = render_trajectory(events)
+    assert "⚠ the context engine returned text aimed at the agent" in page
+    assert "override, line 2" in page and SCRIPT not in page

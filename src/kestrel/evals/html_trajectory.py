@@ -242,6 +242,11 @@ def _timeline(log: _Log) -> list[Node]:
                 out.append(_call_card(event.call, log.calls[event.call.id]))
             case ToolCallRequested() | ModelRequestStarted():
                 continue
+            case InjectionFlagged(call_id=""):
+                # Not a tool's result (the first context's list): shown where it happened.
+                body = tag("p", "; ".join(event.findings), class_="warn")
+                heading = f"⚠ {event.name} returned text aimed at the agent"
+                out.append(entry("warn", heading, stamp, body))
             case HookRan(call_id=str()) | InjectionFlagged():
                 continue
             case PermissionDecided() | ToolOutputChunk() | FileChanged() | ToolFinished():
