@@ -127,6 +127,9 @@ class ShadowGit:
                 input=stdin,
                 capture_output=True,
                 check=False,
+                # Its own session: a Ctrl-C at the terminal goes to the whole foreground group,
+                # and a checkpoint's git killed by it turned a cancel into an error.
+                start_new_session=True,
             )
         except OSError as error:
             raise CheckpointError(f"cannot run {self._git}: {os_error_text(error)}") from error
@@ -149,7 +152,9 @@ def init_shadow(git: str, git_dir: Path, base: Mapping[str, str]) -> None:
     env.update(GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C")
     args = ["init", "--quiet", "--bare", "--template=", str(git_dir)]
     try:
-        done = subprocess.run([git, *args], env=env, capture_output=True, check=False)
+        done = subprocess.run(
+            [git, *args], env=env, capture_output=True, check=False, start_new_session=True
+        )
     except OSError as error:
         raise CheckpointError(f"cannot run {git}: {os_error_text(error)}") from error
     if done.returncode != 0:
