@@ -35,8 +35,8 @@ class ClusterCollector:
         core = _prometheus().core
         try:
             with connect(self._url) as conn:
-                queued = _queue(conn)
-                running, alive, failovers = _counts(conn)
+                queued, running = _runs(conn)
+                alive, failovers = _counts(conn)
         except Exception:
             up = core.GaugeMetricFamily("kestrel_database_up", "Whether the database answered.")
             up.add_metric([], 0)
@@ -67,25 +67,26 @@ class ClusterCollector:
         )
 
 
-def _queue(conn: Any) -> dict[int, tuple[int, float]]:
+def _runs(conn: Any) -> tuple[dict[int, tuple[int, float]], int]:
+    """Waiting runs by tier (how many, how long the oldest waited) and the runs under way.
+
+    One statement, so both come from one snapshot: read one after the other, a run claimed
+    in between was counted both waiting and running.
+    """
     rows = conn.execute(
-        "SELECT priority, count(*), extract(epoch FROM now()) - min(created_at) / 1000.0"
-        " FROM kestrel_dbos.workflow_status WHERE queue_name = %s AND status = 'ENQUEUED'"
-        " GROUP BY priority",
+        "SELECT status, priority, count(*), extract(epoch FROM now()) - min(created_at) / 1000.0"
+        " FROM kestrel_dbos.workflow_status WHERE queue_name = %s"
+        " AND status IN ('ENQUEUED', 'PENDING') GROUP BY status, priority",
         (QUEUE,),
     ).fetchall()
-    return {TOP_PRIORITY - int(p): (int(n), float(w)) for p, n, w in rows}
+    queued = {TOP_PRIORITY - int(p): (int(n), float(w)) for s, p, n, w in rows if s == "ENQUEUED"}
+    return queued, sum(int(n) for s, _, n, _ in rows if s == "PENDING")
 
 
-def _counts(conn: Any) -> tuple[int, int, int]:
-    running = conn.execute(
-        "SELECT count(*) FROM kestrel_dbos.workflow_status WHERE queue_name = %s"
-        " AND status = 'PENDING'",
-        (QUEUE,),
-    ).fetchone()[0]
+def _counts(conn: Any) -> tuple[int, int]:
     alive = conn.execute("SELECT count(*) FROM kestrel_executors").fetchone()[0]
     failovers = conn.execute("SELECT coalesce(sum(runs), 0) FROM kestrel_failovers").fetchone()[0]
-    return int(running), int(alive), int(failovers)
+    return int(alive), int(failovers)
 
 
 class WorkerMetrics:
