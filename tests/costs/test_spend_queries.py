@@ -13,6 +13,7 @@ from kestrel.protocol.events import ModelCompleted, SessionStarted, UserMessage
 from kestrel.protocol.messages import AssistantTurn, Usage
 from kestrel.store import MemoryStore, SQLiteStore
 from kestrel.store.base import EventStore, Spend
+from kestrel.store.sqlite_queries import SPENT_SINCE
 
 
 @pytest.fixture
@@ -68,8 +69,10 @@ def test_an_older_store_gets_the_spend_indexes_and_uses_them(tmp_path: Path) -> 
     path = tmp_path / "sessions.db"
     SQLiteStore(path).close()
     conn = sqlite3.connect(path)
-    conn.execute("DROP INDEX events_spend_by_time")
-    conn.execute("DROP INDEX events_spend_by_session")
+    conn.execute("DROP INDEX events_usage_by_time")
+    conn.execute("DROP INDEX events_usage_by_session")
+    # As a store an older Kestrel opened has them: indexes over turns only.
+    conn.execute("CREATE INDEX events_spend_by_time ON events (at) WHERE type = 'model_completed'")
     conn.close()
     with SQLiteStore(path) as store:
         begin(store, "a")
@@ -77,9 +80,9 @@ def test_an_older_store_gets_the_spend_indexes_and_uses_them(tmp_path: Path) -> 
         assert store.spent_since(0.0).calls == 1
     conn = sqlite3.connect(path)
     try:
-        plan = conn.execute(
-            "EXPLAIN QUERY PLAN SELECT json FROM events WHERE type = 'model_completed' AND at >= 0"
-        ).fetchall()
-        assert "events_spend_by_time" in str(plan)
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {SPENT_SINCE}", (0.0,)).fetchall()
+        assert "events_usage_by_time" in str(plan)
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "events_spend_by_time" not in names
     finally:
         conn.close()

@@ -14,6 +14,8 @@ from kestrel.protocol.errors import SessionNotFound
 from kestrel.protocol.events import (
     ApprovalDecided,
     ApprovalRequested,
+    ContextAdded,
+    ContextCompacted,
     Event,
     ModelCompleted,
     ModelTextDelta,
@@ -249,6 +251,34 @@ def test_spend_and_costs_are_summed_from_model_calls(store: EventStore) -> None:
     a, b = by_id["a"], by_id["b"]
     assert (a.cost_usd, a.turns, a.cost_known, a.parent_session_id) == (0.75, 2, True, None)
     assert (b.cost_usd, b.turns, b.cost_known, b.parent_session_id) == (0.125, 1, False, "a")
+
+
+def test_calls_made_for_a_summary_or_a_reranking_are_spend_but_not_turns(
+    store: EventStore,
+) -> None:
+    """The daily budget and a session's cost count every model call, not only its turns."""
+    store.append("a", started("a"))
+    store.append("a", _completed(0.5, fresh=100))
+    reranked = _completed(0.25, fresh=20).usage
+    store.append("a", ContextAdded(source="the context engine", text="files", usage=reranked))
+    store.append("a", ContextAdded(source="a hook", text="no model call made this"))
+    summarised = dataclasses.replace(_completed(0.125, fresh=30).usage, priced=False)
+    store.append(
+        "a",
+        ContextCompacted(
+            message="summary",
+            kept=1,
+            dropped=2,
+            transcript="t",
+            tokens_before=100,
+            tokens_after=10,
+            window_tokens=1000,
+            usage=summarised,
+        ),
+    )
+    assert store.spent_since(0.0) == Spend(cost_usd=0.875, tokens=165, calls=3)
+    (a,) = store.sessions()
+    assert (a.cost_usd, a.turns, a.cost_known) == (0.875, 1, False)
 
 
 def test_a_prefix_is_matched_literally(store: EventStore) -> None:

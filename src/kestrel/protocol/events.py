@@ -80,7 +80,7 @@ from kestrel.protocol.events_workspace import (
     VerificationFinished,
     VerifyFailure,
 )
-from kestrel.protocol.messages import JSONValue, ToolCall
+from kestrel.protocol.messages import JSONValue, ToolCall, Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,6 +265,18 @@ Event = Annotated[
 ]
 
 
+SPENDING_TYPES = ("model_completed", "context_compacted", "context_added")
+"""The events that can carry a model call's usage: the session's turns, and the calls made to
+summarise the conversation and to rerank the first context."""
+
+
+def spent_by(event: Event) -> Usage | None:
+    """What the model call behind `event` spent; None for an event no call made."""
+    if isinstance(event, ModelCompleted | ContextCompacted | ContextAdded):
+        return event.usage
+    return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Record:
     """An event made durable: its session, its place in the log, and when it was written."""
@@ -277,6 +289,7 @@ class Record:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SPENDING_TYPES",
     "ApplyOutcome",
     "ApprovalDecided",
     "ApprovalRequested",
@@ -340,4 +353,5 @@ __all__ = [
     "UserMessage",
     "VerificationFinished",
     "VerifyFailure",
+    "spent_by",
 ]

@@ -68,7 +68,8 @@ class EventStore(Protocol):
         ...
 
     def spent_since(self, since: float) -> Spend:
-        """The sum of every session's `model_completed` usage recorded at or after `since`."""
+        """What every model call recorded at or after `since` spent: the turns, and the calls
+        that summarised a conversation or reranked a first context."""
         ...
 
     def resolve(self, id_or_prefix: str) -> str:

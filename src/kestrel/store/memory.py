@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kestrel.protocol.codec import record_from_json, record_to_json
-from kestrel.protocol.events import Event, ModelCompleted, Record, SessionStarted
+from kestrel.protocol.events import Event, ModelCompleted, Record, SessionStarted, spent_by
 from kestrel.store._common import RUNNING, Notifier, check_append, choose, follow, status_after
 from kestrel.store.base import SessionSummary, Spend
 
@@ -40,7 +40,7 @@ class MemoryStore:
         self._order = itertools.count()
         self._notifier = Notifier()
         self._spends: list[tuple[float, float, int]] = []
-        """(at, cost in US dollars, tokens) of every `model_completed`, in append order."""
+        """(at, cost in US dollars, tokens) of every model call's event, in append order."""
 
     def append(self, session_id: str, event: Event) -> Record:
         """Add `event` as the session's next record and wake its subscribers."""
@@ -61,8 +61,8 @@ class MemoryStore:
             known = session.summary.cost_known
             if isinstance(event, ModelCompleted):
                 turns += 1
-                known = known and event.usage.priced
-                usage = event.usage
+            if (usage := spent_by(event)) is not None:
+                known = known and usage.priced
                 tokens = usage.total_input_tokens + usage.output_tokens
                 self._spends.append((at, usage.cost_usd, tokens))
                 cost += usage.cost_usd

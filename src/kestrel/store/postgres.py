@@ -58,7 +58,7 @@ _SESSIONS = (
 )
 _SPENT_SINCE = (
     "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(tokens), 0), COUNT(*) FROM kestrel_events"
-    " WHERE type = 'model_completed' AND at >= %s"
+    " WHERE cost_usd IS NOT NULL AND at >= %s"
 )
 _RESOLVE = (
     "SELECT id FROM kestrel_sessions WHERE id = %(id)s OR id LIKE %(like)s"
@@ -209,7 +209,7 @@ class PostgresStore:
 
     def _append_in(self, conn: Conn, session_id: str, event: Event, at: float) -> Record:
         from kestrel.protocol.codec import record_to_json
-        from kestrel.protocol.events import ModelCompleted, Record, SessionStarted
+        from kestrel.protocol.events import Record, SessionStarted, spent_by
         from kestrel.store.postgres_schema import CHANNEL
 
         status = None
@@ -219,9 +219,9 @@ class PostgresStore:
             seq, status = self._next_in(conn, session_id, event, at)
         record = Record(session_id=session_id, seq=seq, at=at, event=event)
         cost = tokens = None
-        if isinstance(event, ModelCompleted):
-            cost = event.usage.cost_usd
-            tokens = event.usage.total_input_tokens + event.usage.output_tokens
+        if (usage := spent_by(event)) is not None:
+            cost = usage.cost_usd
+            tokens = usage.total_input_tokens + usage.output_tokens
         text = storable(record_to_json(record))
         with conn.pipeline():  # one round trip for the rest
             conn.execute(_INSERT, (session_id, seq, at, event.type, text, cost, tokens))
@@ -246,11 +246,12 @@ class PostgresStore:
     ) -> tuple[int, str | None]:
         """Take the session's next number, holding its row until commit; the session's new
         status, when the event changes it."""
-        from kestrel.protocol.events import ModelCompleted
+        from kestrel.protocol.events import ModelCompleted, spent_by
 
-        usage = event.usage if isinstance(event, ModelCompleted) else None
+        usage = spent_by(event)
         cost, priced = (usage.cost_usd, usage.priced) if usage else (0.0, True)
-        row = conn.execute(_NEXT, (at, cost, int(usage is not None), priced, session_id)).fetchone()
+        turn = int(isinstance(event, ModelCompleted))
+        row = conn.execute(_NEXT, (at, cost, turn, priced, session_id)).fetchone()
         if row is None and session_id in self._written:
             raise log_lost(self._place, session_id)
         check_append(session_id, event, exists=row is not None)

@@ -2,9 +2,10 @@
 
 The event rows are the SQLite log's: `(session_id, seq, at, type, json)` with the same primary
 key and the same JSON text (`sqlite_rows.storable`), so an event reads back identically from
-either store. Two columns are added for model calls only, `cost_usd` and `tokens`, and the
-session row keeps running totals: the spend queries then never parse JSON in the database,
-which PostgreSQL refuses for some text that JSON allows (`\\u0000`, a lone surrogate escape).
+either store. Two columns are added for the events of model calls only, `cost_usd` and
+`tokens`, and the session row keeps running totals: the spend queries then never parse JSON in
+the database, which PostgreSQL refuses for some text that JSON allows (`\\u0000`, a lone
+surrogate escape).
 
 Table names carry a `kestrel_` prefix because a cluster's database is shared with the durable
 engine and the account tables.
@@ -56,8 +57,14 @@ _TABLES = (
     )""",
     "CREATE INDEX IF NOT EXISTS kestrel_sessions_by_created"
     " ON kestrel_sessions (created_at DESC, n DESC)",
-    "CREATE INDEX IF NOT EXISTS kestrel_events_spend_by_time ON kestrel_events (at)"
-    " WHERE type = 'model_completed'",
+)
+_SPEND_INDEX = (
+    # The day's spend: every event a model call made has its cost (turns, and the calls that
+    # summarised the conversation or reranked the first context). The first index covered
+    # turns only.
+    "DROP INDEX IF EXISTS kestrel_events_spend_by_time",
+    "CREATE INDEX IF NOT EXISTS kestrel_events_usage_by_time ON kestrel_events (at)"
+    " WHERE cost_usd IS NOT NULL",
 )
 
 
@@ -79,5 +86,7 @@ def migrate(conn: Conn, place: str) -> None:
                 conn.execute(statement)
             conn.execute("DELETE FROM kestrel_store_version")
             conn.execute("INSERT INTO kestrel_store_version VALUES (%s)", (SCHEMA_VERSION,))
-        # Added since version 1 without a new version: older Kestrels never read it.
+        # Added since version 1 without a new version: older Kestrels never read them.
         conn.execute(TOMBSTONE_TABLE)
+        for statement in _SPEND_INDEX:
+            conn.execute(statement)

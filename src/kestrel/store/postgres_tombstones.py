@@ -82,15 +82,15 @@ def reinstate(conn: Conn, tombstone: Tombstone, stored: Sequence[StoredRow]) -> 
 def _columns(session_id: str, row: StoredRow) -> tuple[object, ...]:
     """The row's columns, with a model call's cost and tokens as `append` writes them."""
     from kestrel.protocol.codec import DecodeError
-    from kestrel.protocol.events import ModelCompleted
+    from kestrel.protocol.events import SPENDING_TYPES, spent_by
 
     cost = tokens = None
-    if row.type == "model_completed":
+    if row.type in SPENDING_TYPES:
         try:
-            event = decode(session_id, row.seq, row.json).event
+            usage = spent_by(decode(session_id, row.seq, row.json).event)
         except DecodeError:
-            event = None  # kept as it was; its spend is the session row's already
-        if isinstance(event, ModelCompleted):
-            cost = event.usage.cost_usd
-            tokens = event.usage.total_input_tokens + event.usage.output_tokens
+            usage = None  # kept as it was; its spend is the session row's already
+        if usage is not None:
+            cost = usage.cost_usd
+            tokens = usage.total_input_tokens + usage.output_tokens
     return (row.seq, row.at, row.type, row.json, cost, tokens)

@@ -1,7 +1,8 @@
 """The SQL of the SQLite store's summaries: each session with its cost, and spend over time.
 
-The figures are read from the model calls' events with SQLite's JSON functions, through the
-partial indexes over `model_completed` rows that every open creates.
+The figures are read from the model calls' events (the turns, and the calls that summarised the
+conversation or reranked the first context) with SQLite's JSON functions, through the partial
+indexes over those rows that every open creates.
 """
 
 from __future__ import annotations
@@ -18,22 +19,25 @@ _TOKENS = "COALESCE(SUM({}), 0)".format(
         for name in ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
     )
 )
+SPENDING = "type IN ('model_completed', 'context_compacted', 'context_added')"
+"""The events a model call made (`SPENDING_TYPES`), as the partial indexes' condition: a query
+uses them only when its own condition has this very term."""
 # Built from the constants above only; the one value, the time, is a bound parameter.
 SPENT_SINCE = (
-    f"SELECT {_COST}, {_TOKENS}, COUNT(*) FROM events"  # noqa: S608
-    " WHERE type = 'model_completed' AND at >= ?"
+    f"SELECT {_COST}, {_TOKENS}, COUNT({_USAGE.format('cost_usd')}) FROM events"  # noqa: S608
+    f" INDEXED BY events_usage_by_time WHERE {SPENDING} AND at >= ?"
 )
 # The parent is read from the first event, so stores written before subagents existed need no
 # migration.
+_BY_SESSION = (
+    f"FROM events INDEXED BY events_usage_by_session WHERE session_id = s.id AND {SPENDING}"
+)
 SESSIONS_WITH_COST = (
     "SELECT s.id, s.created_at, s.updated_at, s.task, s.cwd, s.model, s.last_seq,"  # noqa: S608
-    f" s.status, (SELECT {_COST} FROM events INDEXED BY events_spend_by_session"
-    "  WHERE session_id = s.id AND type = 'model_completed'),"
+    f" s.status, (SELECT {_COST} {_BY_SESSION}),"
     " json_extract(e.json, '$.event.parent_session_id'),"
-    " (SELECT COUNT(*) FROM events INDEXED BY events_spend_by_session"
-    "  WHERE session_id = s.id AND type = 'model_completed'),"
-    f" (SELECT MIN(COALESCE({_USAGE.format('priced')}, 1)) FROM events"
-    "  INDEXED BY events_spend_by_session WHERE session_id = s.id AND type = 'model_completed')"
+    f" (SELECT COALESCE(SUM(type = 'model_completed'), 0) {_BY_SESSION}),"
+    f" (SELECT MIN(COALESCE({_USAGE.format('priced')}, 1)) {_BY_SESSION})"
     " FROM sessions s LEFT JOIN events e ON e.session_id = s.id AND e.seq = 1"
     " ORDER BY s.created_at DESC, s.rowid DESC"
 )
