@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,9 +73,10 @@ class Gate:
         todo: Sequence[Entry],
         workers: int,
         stop: threading.Event | None = None,
+        give_way: Callable[[], None] | None = None,
     ) -> Iterator[list[tuple[Entry, ReadFile | None]]]:
         self.calls += 1
-        for batch in read_files(root, [*todo], 0, stop):
+        for batch in read_files(root, [*todo], 0, stop, give_way):
             if self.delivered >= self.free_batches:
                 self.holding.set()
                 assert self.opened.wait(30), "the test never opened the gate"

@@ -395,7 +395,13 @@ async def test_search_code_answers_during_a_big_read_and_says_what_it_left_out(
     opened = threading.Event()
     real = indexing_module.read_files
 
-    def held(root: Path, todo: Sequence[Entry], workers: int, stop: object = None) -> Any:
+    def held(
+        root: Path,
+        todo: Sequence[Entry],
+        workers: int,
+        stop: object = None,
+        give_way: object = None,
+    ) -> Any:
         assert opened.wait(30)
         yield from real(root, todo, 0)
 

@@ -14,7 +14,7 @@ from kestrel.context import ranking
 from kestrel.context.embed import Embedder
 from kestrel.context.history import History, head_of, read_history
 from kestrel.context.index_store import FileRecord, IndexStore, default_cache_dir, index_path_for
-from kestrel.context.indexing import Indexing, Job, Progress, collector_paused, settle
+from kestrel.context.indexing import Indexing
 from kestrel.context.inventory import Entry, classify, list_files
 from kestrel.context.learned import LearnedRanker
 from kestrel.context.loading import SnapshotWriter, load_index
@@ -23,6 +23,7 @@ from kestrel.context.query import TaskQuery, parse_query
 from kestrel.context.rank import PathIndex, Weights
 from kestrel.context.reader import RANKED_KINDS, index_workers
 from kestrel.context.record import KindsOf
+from kestrel.context.turns import Job, Progress, Turns, collector_paused, settle
 from kestrel.context.watch import ChangeWatcher
 
 __all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
@@ -71,6 +72,7 @@ class ContextEngine(Indexing):
         self._job: Job | None = None
         self._failed: Exception | None = None
         self._lock = threading.RLock()
+        self._turns = Turns()
         self.stale_caught = 0
         self._watcher: ChangeWatcher | None = None
         self._snapshots = SnapshotWriter(store)
@@ -292,7 +294,7 @@ class ContextEngine(Indexing):
     def search(self, text: str, k: int = 10, *, symbols_per_file: int = 3) -> SearchResult:
         """Files and definitions ranked for a task or a query, freshness checked before serving."""
         started = time.perf_counter()
-        with self._lock:
+        with self._turns.query(), self._lock:  # a background read gives way meanwhile
             self.catch_up()
             query = parse_query(text)
             for _ in range(3):

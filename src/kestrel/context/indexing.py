@@ -5,10 +5,8 @@ background job. `ContextEngine` is built on it; its queries live in `kestrel.con
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +19,7 @@ from kestrel.context.loading import SnapshotWriter
 from kestrel.context.postings import Postings
 from kestrel.context.rank import PathIndex
 from kestrel.context.reader import RANKED_KINDS, ReadFile, read_files
-
-Progress = Callable[[int, int], None]
-"""Called as (files done, files to do) while indexing."""
+from kestrel.context.turns import Job, Progress, Turns, settle
 
 BULK_MIN_FILES = 500
 """A read of more files than this (and than a tenth of the index) rebuilds the postings whole."""
@@ -32,23 +28,8 @@ POOL_MIN_FILES = 1000
 REBUILD_MIN_FILES = 2000
 """While a bulk read runs, the postings are rebuilt each time this many files (or as many as
 they hold, if more) have been read, so that a first index answers with what it has so far."""
-
-
-class Job:
-    """A refresh reading files on a background thread."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def join(self, progress: Progress | None) -> None:
-        thread = self.thread
-        while thread is not None and thread.is_alive():
-            if progress is not None:
-                progress(self.done, self.total)
-            thread.join(0.2)
+STEP_FILES = 8
+"""A background read makes and applies records this many at a time, giving way between."""
 
 
 class Indexing:
@@ -70,6 +51,7 @@ class Indexing:
     _snapshots: SnapshotWriter
     _unsaved: int
     _path_index: PathIndex
+    _turns: Turns
 
     def _start_job(self, todo: Sequence[Entry]) -> None:
         job = self._job = Job(len(todo))
@@ -115,18 +97,14 @@ class Indexing:
         done = changed = since_build = 0
         stop = job.stop if job is not None else None
         try:
-            for batch in read_files(self.root, todo, workers, stop):
-                # Turned into records before taking the lock: queries wait only for the indexing.
-                records = [
-                    None if read is None else self._record_of(read, rows)
-                    for (_, read), rows in zip(batch, self._embed(batch), strict=True)
-                ]
+            give_way = self._turns.give_way if job is not None else None
+            for batch in read_files(self.root, todo, workers, stop, give_way):
                 with self._lock:
-                    upserts, removed, touched = self._apply(batch, records, bulk=bulk)
-                    if not bulk:
-                        self._post.prepare()  # a little per batch, not all on the next query
                     self._unsaved += 1
+                upserts, removed, touched = self._take(batch, bulk=bulk, give_way=give_way)
                 # Saved outside the lock: queries need not wait for the disk.
+                if give_way is not None:
+                    give_way()
                 if upserts or removed:
                     self._store.save(
                         vocabulary=self._vocab.terms, upserts=upserts, removals=removed
@@ -161,6 +139,54 @@ class Indexing:
                         self._pending.discard(entry.path)
                         self._applied.discard(entry.path)
         return changed
+
+    def _take(
+        self,
+        batch: Sequence[tuple[Entry, ReadFile | None]],
+        *,
+        bulk: bool,
+        give_way: Callable[[], None] | None,
+    ) -> tuple[list[FileRecord], list[str], list[tuple[str, int, int]]]:
+        """Turn a batch into records and apply them; returns what to save.
+
+        Records are made before taking the lock, so queries wait only for the indexing. In the
+        background (`give_way` set) both go in steps of `STEP_FILES`, each after the queries
+        running meanwhile (see `kestrel.context.turns`).
+        """
+        step = STEP_FILES if give_way is not None else max(len(batch), 1)
+        upserts: list[FileRecord] = []
+        removed: list[str] = []
+        touched: list[tuple[str, int, int]] = []
+        for at in range(0, len(batch), step):
+            part = batch[at : at + step]
+            if give_way is not None:
+                give_way()
+            records = [
+                None if read is None else self._record_of(read, rows)
+                for (_, read), rows in zip(part, self._embed(part), strict=True)
+            ]
+            if give_way is not None:
+                give_way()
+            with self._lock:
+                done = self._apply(part, records, bulk=bulk)
+            upserts += done[0]
+            removed += done[1]
+            touched += done[2]
+        if bulk:
+            return upserts, removed, touched
+        # A little per batch, not all on the next query; in the background, the segments are
+        # merged off the lock (one merge took 190 ms at 250,000 files, and queries waited).
+        if give_way is None:
+            with self._lock:
+                self._post.prepare()
+            return upserts, removed, touched
+        give_way()
+        with self._lock:
+            build = self._post.tails_ahead()
+        install = build()
+        with self._lock:
+            install()
+        return upserts, removed, touched
 
     def _embed(self, batch: Sequence[tuple[Entry, ReadFile | None]]) -> list[np.ndarray | None]:
         """Each read file's chunk vectors (one call for the whole batch); None without them."""
@@ -353,30 +379,3 @@ class Indexing:
         if self._building is not None:
             self._building.add(path)
         self._post.remove(path)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """No garbage collection passes meanwhile: a query makes tens of thousands of short-lived
-    objects (80 young-generation passes per query at 250,000 files, and now and then a full
-    one), and reference counting frees them all; cycles wait for the next pass after."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def settle() -> None:
-    """Leave what exists now out of the garbage collector's full passes.
-
-    A big index is hundreds of thousands of long-lived objects (definitions, records); a full
-    pass over them took 200-250 ms on a 31,566-file tree and fell on whichever query was running,
-    most often while a background read was creating objects. They live as long as the engine,
-    so the collector need not walk them again (`gc.freeze`). Objects that are dropped are still
-    freed by reference counting; only reference cycles among them would wait.
-    """
-    gc.freeze()

@@ -12,21 +12,20 @@ from kestrel.context.segments import (
     ScoreArray,
     Segment,
     StoredDocs,
+    TailPlan,
     best_slots,
     build_segment,
     grown,
-    slot_count,
+    planned_tail,
     term_ranges,
 )
 from kestrel.context.vocab import FloatArray, IntArray, Vocabulary
 
 __all__ = ["Bm25Export", "Bm25Index", "FloatArray", "IntArray", "ScoreArray", "Vocabulary"]
 
-
 _MIN_DOCS_TO_SKIP = 50
 MAX_POSTINGS = 250_000
-"""Most postings one query scores in full in one index (`_within_budget`): about 10 ms at two
-million chunks on 2 cores."""
+"""Most postings a query scores in full in one index: about 10 ms at 2M chunks, 2 cores."""
 RESCORED = 2_000
 """How many of the best slots the terms beyond the budget are added to (`_rescore`)."""
 _CROWDED = 0.2
@@ -35,11 +34,11 @@ rebuild the index whole when convenient (`crowded`): replaced documents stay as 
 _FOLD_LIMIT = 1.0
 """Past this share, `put` folds everything into a new base itself, whatever it costs then."""
 _MAX_TAIL = 8
+"""Segments after the base beyond this are merged into one: each costs a pass per query."""
 _NORM_DRIFT = 1e-3
 """How far the average document length may move before every slot's normalisation is redone."""
 _NORM_REUSE_MIN = 10_000
 """Live documents below which it is redone whenever the average moves at all."""
-"""Segments after the base beyond this are merged into one: each costs a pass per query."""
 
 
 Term = tuple[int, float, int]
@@ -51,12 +50,10 @@ def _within_budget(
 ) -> tuple[list[Term], list[Term]]:
     """The query's terms to score in full, and those to add to the best slots only.
 
-    Near-universal terms are skipped on all but tiny indexes (in tiny ones every term is
-    common, and skipping would leave nothing to rank). On a big index a long task text names
-    terms found in millions of documents, and scoring every posting of those cost hundreds of
-    milliseconds at 2 million chunks; the commonest terms, which weigh least, are then scored
-    only for the best slots the rarer ones found, once the rarer ones reach `MAX_POSTINGS`
-    postings. Below that every term is scored in full.
+    Near-universal terms are skipped on all but tiny indexes (there every term is common).
+    A long task text names terms found in millions of chunks, and scoring all their postings
+    cost hundreds of milliseconds; once the rarer terms reach `MAX_POSTINGS` postings, the
+    commonest (which weigh least) are scored only for the best slots the rarer ones found.
     """
     known = [(t, w, int(df[t])) for t, w in query.items() if t < len(df) and df[t] > 0]
     if live > _MIN_DOCS_TO_SKIP:
@@ -351,28 +348,49 @@ class Bm25Index:
             self._df[ids] += 1
 
     def prepare(self) -> None:
-        """Build now the segment a query would build for documents added since the last one."""
-        self._segments()
+        """Build now the segments a query would need for documents added since the last ones
+        (merging older ones as `planned_tail` says), so that the next query does not."""
+        plan = self.tail_ahead()
+        if plan.todo:
+            self.install(plan, plan.build())
+
+    def tail_ahead(self) -> TailPlan:
+        """What `prepare` would merge, to build off the owner's lock (`TailPlan.build` reads
+        only documents that never change), then `install` under it. The newest documents get
+        a small segment now, so queries meanwhile only add later ones."""
+        n = self._count()
+        covered = self._tail[-1].end if self._tail else self._base.end
+        if covered < n:
+            self._tail = [*self._tail, build_segment(covered, self._docs_in(covered, n))]
+        have = {(s.start, s.end): s for s in self._tail}
+        ranges = planned_tail(self._tail, n, n, _MAX_TAIL)
+        todo = {r: self._docs_in(*r) for r in ranges if r not in have}
+        return TailPlan(self._base, tuple(self._tail), ranges, have, todo)
+
+    def install(self, plan: TailPlan, built: dict[tuple[int, int], Segment]) -> bool:
+        """Serve the segments `plan` built, before any added since; False (nothing changed)
+        when the index was rebuilt or its segments replaced meanwhile."""
+        k = len(plan.tail)
+        if plan.base is not self._base or list(map(id, plan.tail)) != list(map(id, self._tail[:k])):
+            return False
+        merged = [plan.have[r] if r in plan.have else built[r] for r in plan.ranges]
+        self._tail = merged + self._tail[k:]
+        return True
 
     def _segments(self) -> list[Segment]:
         """The base, then segments for the documents added since, built as queries need them.
 
-        Only the documents added since the last query get a new segment, so a query after a
-        few updates costs little however many came before. Segments merge like the digits of a
-        binary counter (a new one joins the previous while at least half its size), so each
-        document is rebuilt a logarithmic number of times and few segments are searched.
+        Only the documents added since the last query get a new segment, so a query costs
+        little however many came before. Merging is left to `prepare` while segments are few:
+        the indexing side calls it after its changes (off the lock in the background).
         """
         n = self._count()
         covered = self._tail[-1].end if self._tail else self._base.end
         if covered < n:
-            tail = self._tail
-            tail.append(build_segment(covered, self._docs_in(covered, n)))
-            while len(tail) >= 2 and 2 * slot_count(tail[-1]) >= slot_count(tail[-2]):
-                newer, older = tail.pop(), tail.pop()
-                tail.append(build_segment(older.start, self._docs_in(older.start, newer.end)))
-            if len(self._tail) > _MAX_TAIL:
-                start = self._tail[0].start
-                self._tail = [build_segment(start, self._docs_in(start, n))]
+            if len(self._tail) < _MAX_TAIL:
+                self._tail = [*self._tail, build_segment(covered, self._docs_in(covered, n))]
+            else:
+                self.prepare()
         return [self._base, *self._tail]
 
     def _fold(self) -> None:

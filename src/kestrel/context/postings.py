@@ -109,6 +109,23 @@ class Postings:
         self.files.prepare()
         self.chunks.prepare()
 
+    def tails_ahead(self) -> Callable[[], Callable[[], None]]:
+        """`prepare` in three steps, for a writer in the background: this (under the lock)
+        plans; calling what it returns builds, off the lock, while queries go on; calling what
+        that returns serves the result (under the lock again). See `Bm25Index.tail_ahead`."""
+        plans = [(index, index.tail_ahead()) for index in (self.files, self.chunks)]
+
+        def build() -> Callable[[], None]:
+            built = [(index, plan, plan.build()) for index, plan in plans]
+
+            def install() -> None:
+                for index, plan, segments in built:
+                    index.install(plan, segments)
+
+            return install
+
+        return build
+
     def remove(self, path: str) -> None:
         """Forget `path`; absent paths are ignored."""
         old = self.held.pop(path, None)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -174,7 +174,8 @@ def receive_message(stream: IO[bytes]) -> object:
 class WorkerPool:
     """Worker processes, each driven by a thread of its own (waiting on a pipe frees the GIL)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, give_way: Callable[[], None] | None = None) -> None:
+        self._give_way = give_way
         self._idle: queue.SimpleQueue[ReadWorker] = queue.SimpleQueue()
         self._all = [ReadWorker() for _ in range(max(workers, 1))]
         for worker in self._all:
@@ -195,6 +196,8 @@ class WorkerPool:
     def _run(self, root: str, entries: Sequence[Entry]) -> Batch:
         worker = self._idle.get()
         try:
+            if self._give_way is not None:
+                self._give_way()  # taking a batch in holds the interpreter: not during a query
             answer = worker.read(root, entries)
         except WorkerLost:
             # This one is gone: a fresh worker takes its place for the next batch.
@@ -216,9 +219,9 @@ class WorkerPool:
 
 
 @contextmanager
-def worker_pool(workers: int) -> Iterator[WorkerPool]:
+def worker_pool(workers: int, give_way: Callable[[], None] | None = None) -> Iterator[WorkerPool]:
     """`workers` worker processes at a lower priority; on leaving, work not started is dropped."""
-    pool = WorkerPool(workers)
+    pool = WorkerPool(workers, give_way)
     try:
         yield pool
     finally:
@@ -230,20 +233,24 @@ def read_files(
     entries: Sequence[Entry],
     workers: int,
     stop: threading.Event | None = None,
+    give_way: Callable[[], None] | None = None,
 ) -> Iterator[Batch]:
     """Batches of read files, in the order they finish; in this thread when `workers` is 0.
 
     Setting `stop` ends the iteration after the batch in hand; batches not yet started are
-    dropped. A batch whose worker died is read in this thread.
+    dropped. A batch whose worker died is read in this thread. `give_way` is called before
+    each batch is read or taken in from a worker (see `kestrel.context.turns`).
     """
     batches = [entries[i : i + BATCH_FILES] for i in range(0, len(entries), BATCH_FILES)]
     if workers <= 0:
         for batch in batches:
             if stop is not None and stop.is_set():
                 return
+            if give_way is not None:
+                give_way()
             yield read_batch(str(root), batch)
         return
-    with worker_pool(min(workers, len(batches))) as pool:
+    with worker_pool(min(workers, len(batches)), give_way) as pool:
         waiting = deque(batches)
         running: dict[Future[Batch], Sequence[Entry]] = {}
         limit = workers * IN_FLIGHT_PER_WORKER

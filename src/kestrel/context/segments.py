@@ -45,6 +45,46 @@ def build_segment(start: int, docs: list[tuple[IntArray, FloatArray]]) -> Segmen
     return Segment(start, start + len(docs), distinct.astype(np.int32), offsets, slots, tfs)
 
 
+@dataclass(frozen=True, slots=True)
+class TailPlan:
+    """Segments to build for an index's newest documents, planned under its owner's lock."""
+
+    base: Segment
+    tail: tuple[Segment, ...]
+    """The segments after the base when planned: installing checks they are still those."""
+    ranges: list[tuple[int, int]]
+    have: dict[tuple[int, int], Segment]
+    todo: dict[tuple[int, int], list[tuple[IntArray, FloatArray]]]
+
+    def build(self) -> dict[tuple[int, int], Segment]:
+        """The planned segments not built yet (reads only the documents the plan holds)."""
+        return {
+            (start, end): build_segment(start, docs) for (start, end), docs in self.todo.items()
+        }
+
+
+def planned_tail(
+    tail: Sequence[Segment], covered: int, n: int, max_tail: int
+) -> list[tuple[int, int]]:
+    """The slot ranges of the segments after the base once slots [covered, n) have theirs.
+
+    Segments merge like the digits of a binary counter (a newer one joins the one before while
+    at least half its size), so each document is rebuilt a logarithmic number of times and few
+    segments are searched; past `max_tail` segments all merge into one.
+    """
+    ranges = [(s.start, s.end) for s in tail]
+    if covered < n:
+        ranges.append((covered, n))
+    while len(ranges) >= 2 and 2 * (ranges[-1][1] - ranges[-1][0]) >= (
+        ranges[-2][1] - ranges[-2][0]
+    ):
+        newer, older = ranges.pop(), ranges.pop()
+        ranges.append((older[0], newer[1]))
+    if len(ranges) > max_tail:
+        ranges = [(ranges[0][0], n)]
+    return ranges
+
+
 def term_ranges(segment: Segment, terms: list[int]) -> list[tuple[int, int, int]]:
     """(query position, first, end) of each query term's postings in a segment."""
     # One search for all the query's terms: per-term calls cost a conversion each.
@@ -55,10 +95,6 @@ def term_ranges(segment: Segment, terms: list[int]) -> list[tuple[int, int, int]
             continue
         found.append((i, int(segment.offsets[where]), int(segment.offsets[where + 1])))
     return found
-
-
-def slot_count(segment: Segment) -> int:
-    return segment.end - segment.start
 
 
 _A = TypeVar("_A", bound=np.generic)
