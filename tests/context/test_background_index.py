@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -136,6 +137,20 @@ def test_workers_run_at_a_lower_priority(repo: Path) -> None:
         (pid,) = pool.pids
         theirs = os.getpriority(os.PRIO_PROCESS, pid)
     assert theirs == min(os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS, 19)
+
+
+def test_a_ctrl_c_is_left_to_the_session(repo: Path) -> None:
+    """A Ctrl-C signals the terminal's whole process group: the workers let the session
+    handle it (they stay in its group, where their lower priority counts)."""
+    with worker_pool(1) as pool:
+        assert pool.submit(str(repo), []).result() == []  # up, past its start
+        (pid,) = pool.pids
+        os.kill(pid, signal.SIGINT)
+        entry = Entry("README.md", 1, 1)
+        ((read_entry, read),) = pool.submit(str(repo), [entry]).result()
+        assert read_entry == entry and read is not None
+        assert pool.pids == [pid]  # the same worker answered: it did not die of it
+        assert os.getpgid(pid) == os.getpgid(0)
 
 
 def test_a_lost_worker_s_batch_is_read_here(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

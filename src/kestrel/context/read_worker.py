@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from typing import cast
 
@@ -18,6 +19,10 @@ from kestrel.context.reader import read_batch, receive_message, send_message
 
 def main() -> None:
     """Lower the priority, keep stdout for answers only, and serve until stdin closes."""
+    # A Ctrl-C at the terminal reaches the whole process group: the session handles it (and
+    # stops the read, closing stdin). Not a session of its own instead: where the kernel
+    # groups processes by session for scheduling, that would undo the lower priority.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     niceness = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     with contextlib.suppress(OSError):
         os.nice(niceness)
