@@ -15,6 +15,7 @@ from kestrel.context.segments import (
     TailPlan,
     best_slots,
     build_segment,
+    bulk_segment,
     grown,
     planned_tail,
     term_ranges,
@@ -188,15 +189,9 @@ class Bm25Index:
         self._alive = np.ones(n, dtype=bool)
         if n == 0:
             return
-        sizes = np.fromiter((len(d[0]) for d in self._docs), dtype=np.int64, count=n)
-        all_ids = np.concatenate([d[0] for d in self._docs])
-        all_tfs = np.concatenate([d[1] for d in self._docs]).astype(np.float64)
-        owner = np.repeat(np.arange(n), sizes)
-        self._length = np.bincount(owner, weights=all_tfs, minlength=n).astype(np.float64)
+        self._base, self._length, self._df = bulk_segment(self._docs)
         self._total_length = float(self._length.sum())
         self._norm_avg = None
-        self._df = np.bincount(all_ids, minlength=1).astype(np.int64)
-        self._base = build_segment(0, self._docs)
 
     def put(self, key: str, ids: IntArray, tfs: FloatArray) -> None:
         """Add or replace one document."""

@@ -34,15 +34,51 @@ def build_segment(start: int, docs: list[tuple[IntArray, FloatArray]]) -> Segmen
         return Segment(
             start, start, empty_i, np.zeros(1, np.int64), empty_i, np.zeros(0, np.float32)
         )
-    lengths = np.fromiter((len(d[0]) for d in docs), dtype=np.int64, count=len(docs))
-    terms = np.concatenate([d[0] for d in docs])
-    tfs = np.concatenate([d[1] for d in docs])
-    slots = np.repeat(np.arange(start, start + len(docs), dtype=np.int32), lengths)
+    sizes = np.fromiter((len(d[0]) for d in docs), dtype=np.int64, count=len(docs))
+    parts = [np.concatenate([d[0] for d in docs]), np.concatenate([d[1] for d in docs])]
+    return _grouped(start, sizes, parts)
+
+
+def bulk_segment(
+    docs: Sequence[tuple[IntArray, FloatArray]],
+) -> tuple[Segment, ScoreArray, npt.NDArray[np.int64]]:
+    """One segment of `docs` from slot 0, each document's length (the sum of its term
+    frequencies) and each term's document frequency.
+
+    Built holding as few copies of the postings at once as it can: a whole index at 250,000
+    files is two million chunks and tens of millions of postings, and every copy is hundreds
+    of megabytes.
+    """
+    n = len(docs)
+    sizes = np.fromiter((len(d[0]) for d in docs), dtype=np.int64, count=n)
+    terms = np.concatenate([d[0] for d in docs]) if n else np.zeros(0, np.int32)
+    df = np.bincount(terms, minlength=1).astype(np.int64)
+    tfs = np.concatenate([d[1] for d in docs]) if n else np.zeros(0, np.float32)
+    owner = np.repeat(np.arange(n), sizes)
+    length = np.bincount(owner, weights=tfs.astype(np.float64), minlength=n).astype(np.float64)
+    del owner
+    parts = [terms, tfs]
+    del terms, tfs
+    return _grouped(0, sizes, parts), length, df
+
+
+def _grouped(start: int, sizes: npt.NDArray[np.int64], parts: list[npt.NDArray[Any]]) -> Segment:
+    """The segment of documents with `sizes` terms each, from their term ids and frequencies
+    laid end to end (`parts`, emptied: each is let go as soon as its sorted copy exists)."""
+    terms = parts.pop(0)
     order = np.argsort(terms, kind="stable")
-    terms, tfs, slots = terms[order], tfs[order], slots[order]
-    distinct, first = np.unique(terms, return_index=True)
+    terms = terms[order]
+    tfs = parts.pop(0)[order]
+    slots = np.repeat(np.arange(start, start + len(sizes), dtype=np.int32), sizes)[order]
+    del order
+    # The terms are sorted: each group starts where the term changes (no second sort, as
+    # `np.unique` would do, with a copy and an index array of its own).
+    first = np.flatnonzero(terms[1:] != terms[:-1]) + 1 if len(terms) else np.zeros(0, np.intp)
+    if len(terms):
+        first = np.concatenate([[0], first])
     offsets = np.append(first, len(terms)).astype(np.int64)
-    return Segment(start, start + len(docs), distinct.astype(np.int32), offsets, slots, tfs)
+    distinct = terms[first].astype(np.int32)
+    return Segment(start, start + len(sizes), distinct, offsets, slots, tfs)
 
 
 @dataclass(frozen=True, slots=True)
