@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import os
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class SnapshotInput:
 
 def write_snapshot(path: Path, data: SnapshotInput) -> None:
     """Write the snapshot next to the index, replacing any older one in one rename."""
-    arrays: dict[str, Array] = {}
+    arrays: dict[str, Column] = {}
     records = [*data.ranked, *data.others]
     arrays["paths"] = _joined(r.path for r in records)
     arrays["hashes"] = _joined(r.content_hash for r in records)
@@ -54,8 +55,8 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
     arrays.update(_definitions(data.ranked))
     arrays.update(_strings("vocab", data.terms))
     for prefix, export in (("f", data.files), ("c", data.chunks)):
-        for name, array in export.arrays().items():
-            arrays[f"{prefix}_{name}"] = array
+        for name, column in export.arrays().items():
+            arrays[f"{prefix}_{name}"] = column
     header: dict[str, Any] = {
         "format": SNAPSHOT_FORMAT,
         "token": data.token,
@@ -86,19 +87,22 @@ def _clear_leftovers(path: Path) -> None:
                 leftover.unlink()
 
 
-def _write(path: Path, header: dict[str, Any], arrays: dict[str, Array]) -> None:
+def _write(path: Path, header: dict[str, Any], arrays: dict[str, Column]) -> None:
     layout: dict[str, list[Any]] = {}
     at = 0
-    for name, array in arrays.items():
-        layout[name] = [array.dtype.str, list(array.shape), at]
-        at += -(-array.nbytes // ALIGN) * ALIGN
+    for name, column in arrays.items():
+        layout[name] = [column.dtype.str, list(column.shape), at]
+        at += -(-column.nbytes // ALIGN) * ALIGN
     text = json.dumps({**header, "arrays": layout}).encode()
     start = -(-(len(MAGIC) + 8 + len(text)) // ALIGN) * ALIGN
     with path.open("wb") as out:
         out.write(MAGIC + len(text).to_bytes(8, "little") + text)
-        for name, array in arrays.items():
+        for name, column in arrays.items():
             out.seek(start + layout[name][2])
-            out.write(np.ascontiguousarray(array).tobytes())
+            if isinstance(column, Joined):
+                column.write(out)
+            else:
+                out.write(np.ascontiguousarray(column).data)
         out.truncate(start + at)
 
 
@@ -136,21 +140,49 @@ def _joined(items: Any) -> Array:
     return np.frombuffer("\0".join(items).encode(), dtype=np.uint8)
 
 
-def _csr(parts: Sequence[Array], dtype: Any) -> tuple[Array, Array]:
-    sizes = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    flat = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-    return starts, flat
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """Arrays stored one after another as one column, written part by part: the snapshot of a
+    big index is gigabytes, and joining its columns in memory first doubled what writing it
+    held (the parts are the records' own arrays)."""
+
+    parts: Sequence[Array]
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def write(self, out: BinaryIO) -> None:
+        for part in self.parts:
+            if len(part):
+                out.write(np.ascontiguousarray(part, dtype=self.dtype).data)
 
 
-def _bodies(records: Sequence[FileRecord]) -> dict[str, Array]:
+Column = Array | Joined
+
+
+def _starts(sizes: Iterable[int], count: int) -> Array:
+    """Where each of `count` parts of these sizes starts, then the total."""
+    starts = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(sizes, dtype=np.int64, count=count), out=starts[1:])
+    return starts
+
+
+def _csr(parts: Sequence[Array], dtype: Any) -> tuple[Array, Joined]:
+    starts = _starts((len(p) for p in parts), len(parts))
+    return starts, Joined(parts, np.dtype(dtype), (int(starts[-1]),))
+
+
+def _bodies(records: Sequence[FileRecord]) -> dict[str, Column]:
     """Each record's body as columns: term vectors, chunk vectors, symbols, embeddings."""
-    out: dict[str, Array] = {}
+    out: dict[str, Column] = {}
     bodies = [r.peek() for r in records]
     out["terms_at"], out["term_ids"] = _csr([r.terms[0] for r in bodies], np.int32)
     out["term_tfs"] = _csr([r.terms[1] for r in bodies], np.float32)[1]
     chunks = [c for r in bodies for c in r.chunks]
-    out["chunks_at"] = _csr([np.zeros(len(r.chunks)) for r in bodies], np.int8)[0]
+    out["chunks_at"] = _starts((len(r.chunks) for r in bodies), len(bodies))
     out["chunk_terms_at"], out["chunk_ids"] = _csr([c[0] for c in chunks], np.int32)
     out["chunk_tfs"] = _csr([c[1] for c in chunks], np.float32)[1]
     texts = [b"" if r.symbols is None else symbols_json(r.symbols).encode() for r in bodies]
@@ -162,43 +194,51 @@ def _bodies(records: Sequence[FileRecord]) -> dict[str, Array]:
     kept = [v if v is not None and dim and v.shape[1] == dim else None for v in vectors]
     out["has_vectors"] = np.array([v is not None for v in kept], dtype=np.uint8)
     rows = [np.zeros((0, dim), np.float16) if v is None else v for v in kept]
-    out["vectors_at"] = _csr([np.zeros(len(v)) for v in rows], np.int8)[0]
-    out["vectors"] = np.concatenate(rows).astype(np.float16) if rows else np.zeros((0, 0))
+    out["vectors_at"] = starts = _starts((len(v) for v in rows), len(rows))
+    out["vectors"] = Joined(rows, np.dtype(np.float16), (int(starts[-1]), dim))
     return out
 
 
-def _definitions(ranked: Sequence[FileRecord]) -> dict[str, Array]:
-    """Every definition as columns, and the definitions of each name."""
-    names: dict[str, list[int]] = {}
-    cols: dict[str, list[Any]] = {k: [] for k in ("kind", "line", "end")}
-    quals: list[bytes] = []
-    sigs: list[bytes] = []
-    counts: list[int] = []
+def _definitions(ranked: Sequence[FileRecord]) -> dict[str, Column]:
+    """Every definition as columns, and the definitions of each name.
+
+    Gathered in typed arrays and byte buffers, not lists of Python objects: at 250,000 files
+    there are millions of definitions, and a list entry per field of each cost more memory
+    than the columns themselves.
+    """
+    names: dict[str, int] = {}
+    name_of = array.array("i")
+    cols = {"kind": array.array("B"), "line": array.array("i"), "end": array.array("i")}
+    texts = {"qual": bytearray(), "sig": bytearray()}
+    ends: dict[str, array.array[int]] = {
+        "qual": array.array("q", [0]),
+        "sig": array.array("q", [0]),
+    }
+    counts = array.array("q")
     kind_ids = {kind: n for n, kind in enumerate(_KINDS)}
     for record in ranked:
         symbols = record.peek().symbols
         definitions = symbols.definitions if symbols is not None else ()
         counts.append(len(definitions))
         for d in definitions:
-            names.setdefault(d.name, []).append(len(quals))
+            name_of.append(names.setdefault(d.name, len(names)))
             cols["kind"].append(kind_ids[d.kind])
             cols["line"].append(d.line)
             cols["end"].append(d.end_line)
-            quals.append(d.qualname.encode())
-            sigs.append(d.signature.encode())
-    order = {name: n for n, name in enumerate(names)}
-    out: dict[str, Array] = _strings("names", list(names))
-    out["name_at"], out["name_defs"] = _csr([np.array(v) for v in names.values()], np.int32)
-    ids = np.empty(len(quals), dtype=np.int32)
-    for name, defs in names.items():
-        ids[defs] = order[name]
+            for key, text in (("qual", d.qualname), ("sig", d.signature)):
+                texts[key] += text.encode()
+                ends[key].append(len(texts[key]))
+    ids = np.frombuffer(name_of, dtype=np.int32) if name_of else np.zeros(0, np.int32)
+    out: dict[str, Column] = dict(_strings("names", list(names)))
+    # Each name's definitions, in the order they were met: a stable sort by name id.
+    out["name_at"] = _starts(np.bincount(ids, minlength=len(names)).tolist(), len(names))
+    out["name_defs"] = np.argsort(ids, kind="stable").astype(np.int32)
     out["d_name"] = ids
     out["d_kind"] = np.array(cols["kind"], dtype=np.uint8)
     out["d_line"] = np.array(cols["line"], dtype=np.int32)
     out["d_end"] = np.array(cols["end"], dtype=np.int32)
-    out["def_at"] = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
-    for key, texts in (("qual", quals), ("sig", sigs)):
-        out[f"d_{key}_at"], out[f"d_{key}"] = _csr(
-            [np.frombuffer(t, np.uint8) for t in texts], np.uint8
-        )
+    out["def_at"] = _starts(counts, len(counts))
+    for key in ("qual", "sig"):
+        out[f"d_{key}_at"] = np.array(ends[key], dtype=np.int64)
+        out[f"d_{key}"] = np.frombuffer(texts[key], dtype=np.uint8)
     return out
