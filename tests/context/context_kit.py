@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -34,4 +35,11 @@ def committed_repo(root: Path, files: dict[str, str]) -> Path:
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    return root
+
+
+def modules_repo(root: Path, count: int, text_of: Callable[[int], str]) -> Path:
+    """A git repository of `count` modules `app/mod_NN.py` with `text_of(N)` in each."""
+    write(root, {f"app/mod_{i:02}.py": text_of(i) for i in range(count)})
+    git(root, "init", "-q")
     return root

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from context_kit import modules_repo
 
 import kestrel.context.engine as engine_module
 import kestrel.context.indexing as indexing_module
@@ -59,12 +59,9 @@ def test_a_query_that_never_ends_does_not_stop_the_read(monkeypatch: pytest.Monk
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "app").mkdir(parents=True)
-    for i in range(MODULES):
-        (root / "app" / f"mod_{i:02}.py").write_text(f"def handler_{i}():\n    return 'walrus'\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
+    return modules_repo(
+        tmp_path / "repo", MODULES, lambda i: f"def handler_{i}():\n    return 'walrus'\n"
+    )
 
 
 def test_a_background_read_waits_while_a_query_runs(

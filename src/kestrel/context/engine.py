@@ -17,12 +17,14 @@ from kestrel.context.index_store import FileRecord, IndexStore, default_cache_di
 from kestrel.context.indexing import Indexing
 from kestrel.context.inventory import Entry, classify, list_files
 from kestrel.context.learned import LearnedRanker
-from kestrel.context.loading import SnapshotWriter, load_index
+from kestrel.context.loading import SnapshotWriter, load_index, restored
 from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
+from kestrel.context.postings import Postings
 from kestrel.context.query import TaskQuery, parse_query
 from kestrel.context.rank import PathIndex, Weights
 from kestrel.context.reader import RANKED_KINDS, index_workers
 from kestrel.context.record import KindsOf
+from kestrel.context.snapshot import SnapshotUnusable
 from kestrel.context.turns import Job, Progress, Turns, collector_paused, settle
 from kestrel.context.watch import ChangeWatcher
 
@@ -30,6 +32,9 @@ __all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
 
 BACKGROUND_MIN_FILES = 100
 """A refresh that need not wait reads at least this many files in the background."""
+LIGHTEN_MIN_FILES = 20_000
+"""An index of at least this many files serves from its snapshot once one is written after it
+is built whole (`_lighten`); a smaller one keeps its records decoded, for speed."""
 
 
 class ContextEngine(Indexing):
@@ -75,7 +80,9 @@ class ContextEngine(Indexing):
         self._turns = Turns()
         self.stale_caught = 0
         self._watcher: ChangeWatcher | None = None
-        self._snapshots = SnapshotWriter(store)
+        self._snapshots = SnapshotWriter(store, self._lighten)
+        self.lightened = False
+        """Whether the records and postings read before were swapped for the snapshot's."""
         # Hundreds of thousands of records are made at once and all live on: collection
         # passes over them while they are made would only find nothing to free.
         with collector_paused():
@@ -141,6 +148,34 @@ class ContextEngine(Indexing):
                 self._watcher.stop()
             self._snapshots.wait()
             self._store.close()
+
+    def _lighten(self, path: Path, post: Postings, held: list[FileRecord], terms: int) -> bool:
+        """Serve a big index from the snapshot just written (on the writer's thread), when it
+        holds exactly what is served: the records' bodies are then read back on demand instead
+        of held, as after a reopen (at 250,481 files, under 1 GB instead of 5)."""
+        if len(held) < LIGHTEN_MIN_FILES or self._post is not post:
+            return False
+        try:
+            loaded = restored(path, self._store, self._has_vectors)
+        except (SnapshotUnusable, OSError, ValueError):
+            return False  # the records in memory serve on
+        while not self._lock.acquire(timeout=0.05):
+            if self._snapshots.joining.is_set():
+                return False  # whoever holds the lock is waiting for this thread
+        try:
+            unchanged = self._post is post and post.exports() is not None
+            unchanged = unchanged and not self._pending and self._building is None
+            unchanged = unchanged and len(self._vocab) == terms
+            unchanged = unchanged and len(self._records) == len(held) == len(loaded.records)
+            if not unchanged or any(self._records.get(r.path) is not r for r in held):
+                return False
+            self._records, self._post, self._vocab = loaded.records, loaded.post, loaded.vocab
+            self._kinds = KindsOf(self._records)
+            self.lightened = True
+        finally:
+            self._lock.release()
+        settle()
+        return True
 
     def watch(self) -> bool:
         """Follow changes as they happen, so queries in a long session apply only what changed."""

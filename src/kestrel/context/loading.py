@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
@@ -23,6 +24,7 @@ from kestrel.context.reader import RANKED_KINDS
 from kestrel.context.record import FileRecord
 from kestrel.context.snapshot import Snapshot, SnapshotUnusable, snapshot_path
 from kestrel.context.snapshot_write import SnapshotInput, write_snapshot
+from kestrel.context.turns import release_freed
 
 MAX_CHANGED_SHARE = 0.1
 """A snapshot missing more than this share of the files (and `MAX_CHANGED_FILES`) is not used:
@@ -140,12 +142,20 @@ def _vocabulary(store: IndexStore, snapshot: Snapshot) -> Vocabulary:
     return Vocabulary(later[1:] if stored.count else later, stored=stored)
 
 
+Written = Callable[[Path, Postings, list[FileRecord], int], bool]
+"""Called on the writer's thread after a snapshot is written: its path, the postings and records
+it holds, and the size of the vocabulary then; True when what it held was let go."""
+
+
 class SnapshotWriter:
     """Writes snapshots on a background thread, one at a time; a failed write leaves the old one."""
 
-    def __init__(self, store: IndexStore) -> None:
+    def __init__(self, store: IndexStore, written: Written | None = None) -> None:
         self._store = store
         self._thread: threading.Thread | None = None
+        self._written = written
+        self.joining = threading.Event()
+        """Set while someone waits for the writer: `written` must not wait for them."""
 
     def schedule(
         self,
@@ -181,8 +191,19 @@ class SnapshotWriter:
             data = replace(data, generation=point[0], written=point[1])
         self.wait()
         target = snapshot_path(self._store.path)
+        then = None
+        if self._written is not None:
+            held = [*ranked, *others]
+            written, size = self._written, len(data.terms)
+
+            def then() -> bool:
+                return written(target, post, held, size)
+
+        # Handed over in a list the writer empties: the thread's own arguments would keep
+        # every record alive until it ends, after a swap let them go.
+        job: list[tuple[SnapshotInput, Callable[[], bool] | None]] = [(data, then)]
         self._thread = threading.Thread(
-            target=_write, args=(target, data), name="kestrel-snapshot", daemon=True
+            target=_write, args=(target, job), name="kestrel-snapshot", daemon=True
         )
         self._thread.start()
         return True
@@ -191,7 +212,11 @@ class SnapshotWriter:
         """Wait for the snapshot being written, if any."""
         thread = self._thread
         if thread is not None:
-            thread.join()
+            self.joining.set()
+            try:
+                thread.join()
+            finally:
+                self.joining.clear()
             self._thread = None
 
 
@@ -200,7 +225,30 @@ def _copied(export: Bm25Export) -> Bm25Export:
     return replace(export, length=export.length.copy(), df=export.df.copy())
 
 
-def _write(target: Path, data: SnapshotInput) -> None:
+def _write(target: Path, job: list[tuple[SnapshotInput, Callable[[], bool] | None]]) -> None:
+    data, then = job.pop()
     # A cache: when it cannot be written, the next open decodes every record and tries again.
-    with contextlib.suppress(OSError, ValueError):
+    try:
         write_snapshot(target, data)
+    except (OSError, ValueError):
+        return
+    del data
+    let_go = then is not None and then()
+    del then
+    if let_go:
+        release_freed()  # now that nothing here holds the records either
+
+
+def restored(path: Path, store: IndexStore, has_vectors: HasVectors) -> Loaded:
+    """The records and postings a snapshot just written holds, read from it lazily as a reopen
+    at its generation would (its records are exactly the ones it was written from)."""
+    snapshot = Snapshot(path)
+    heads = snapshot.heads()
+    if snapshot.token != store.token or heads is None:
+        raise SnapshotUnusable(f"{path.name} is not the one just written")
+    lazy = FileRecord.lazy
+    made = map(lazy, heads, repeat(snapshot), range(len(heads)))
+    records = dict(zip(snapshot.paths, made, strict=True))
+    ranked = [records.get(p) for p in snapshot.paths[: snapshot.ranked]]
+    post = Postings.restored(snapshot, ranked, has_vectors)
+    return Loaded(records, Vocabulary((), stored=snapshot.vocab), post, True)

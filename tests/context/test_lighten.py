@@ -1,0 +1,136 @@
+"""A big index built whole serves from the snapshot it wrote, letting its decoded records go."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from context_kit import modules_repo
+
+import kestrel.context.engine as engine_module
+import kestrel.context.indexing as indexing_module
+import kestrel.context.loading as loading_module
+from kestrel.context.engine import ContextEngine
+
+MODULES = 40
+QUERIES = ["walrus handler", "tusk_size of a walrus", "def handler_7", "colony census"]
+
+
+def module_text(i: int, word: str) -> str:
+    return (
+        f"class Colony{i}:\n    '''A {word} colony.'''\n\n"
+        f"    def census(self, tusk_size={i}):\n        return '{word}' * tusk_size\n\n\n"
+        f"def handler_{i}(request):\n    return Colony{i}().census()\n"
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return modules_repo(tmp_path / "repo", MODULES, lambda i: module_text(i, "walrus"))
+
+
+@pytest.fixture(autouse=True)
+def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexing_module, "BULK_MIN_FILES", 10)
+    monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10)
+
+
+def answers(engine: ContextEngine) -> list[Any]:
+    out = []
+    for query in QUERIES:
+        result = engine.search(query, k=20)
+        out.append([(h.path, round(h.score, 9)) for h in result.files])
+        out.append([(s.path, s.qualname, s.line, round(s.score, 9)) for s in result.symbols])
+    return out
+
+
+def lightened(engine: ContextEngine) -> bool:
+    deadline = time.monotonic() + 30
+    while not engine.lightened and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return engine.lightened
+
+
+def test_it_answers_as_before_and_keeps_working(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10**9)
+    held = ContextEngine.open(repo, tmp_path / "held", workers=0)
+    held.refresh()
+    want = answers(held)
+    held.close()
+    assert not held.lightened
+    monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh()
+        assert lightened(engine)
+        assert answers(engine) == want
+        record = engine.record("app/mod_03.py")
+        assert record is not None and record.symbols is not None
+        assert [p for p, _ in engine.definitions_named("handler_3")] == ["app/mod_03.py"]
+        (repo / "app" / "mod_03.py").write_text(module_text(3, "narwhal"))
+        assert engine.refresh_paths(["app/mod_03.py"]) == 1
+        assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_03.py"]
+    finally:
+        engine.close()
+
+
+class HeldWrite:
+    """Stands in for the snapshot writer's `write_snapshot`, holding it until released."""
+
+    def __init__(self) -> None:
+        self.real = loading_module.write_snapshot
+        self.started = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self, *args: Any) -> None:
+        self.started.set()
+        assert self.go.wait(30)
+        self.real(*args)
+
+
+@pytest.fixture
+def held_write(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldWrite]:
+    held = HeldWrite()
+    monkeypatch.setattr(loading_module, "write_snapshot", held)
+    yield held
+    held.go.set()
+
+
+def test_a_change_while_the_snapshot_is_written_keeps_the_records(
+    repo: Path, tmp_path: Path, held_write: HeldWrite
+) -> None:
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh()
+        assert held_write.started.wait(30)
+        (repo / "app" / "mod_05.py").write_text(module_text(5, "narwhal"))
+        assert engine.refresh_paths(["app/mod_05.py"]) == 1
+        held_write.go.set()
+        thread = engine._snapshots._thread
+        assert thread is not None
+        thread.join(30)
+        assert not engine.lightened
+        assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_05.py"]
+    finally:
+        engine.close()
+
+
+def test_closing_while_the_snapshot_is_written_does_not_wait_on_itself(
+    repo: Path, tmp_path: Path, held_write: HeldWrite
+) -> None:
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    engine.refresh()
+    assert held_write.started.wait(30)
+    closing = threading.Thread(target=engine.close)
+    closing.start()
+    time.sleep(0.1)  # close() now holds the engine's lock and waits for the writer
+    held_write.go.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    assert not engine.lightened
