@@ -77,14 +77,7 @@ _SCHEMA = (
 _EVERY_OPEN = (
     quarantine.QUARANTINE_SCHEMA,
     graves.TOMBSTONE_SCHEMA,
-    # Partial indexes over model calls' events only: the day's spend and each session's cost
-    # read a few rows instead of the whole log. Older stores get them on open; older Kestrels
-    # ignore them. The first ones covered turns only (not compaction or reranking calls).
-    "DROP INDEX IF EXISTS events_spend_by_time",
-    "DROP INDEX IF EXISTS events_spend_by_session",
-    f"CREATE INDEX IF NOT EXISTS events_usage_by_time ON events (at) WHERE {queries.SPENDING}",
-    "CREATE INDEX IF NOT EXISTS events_usage_by_session ON events (session_id)"
-    f" WHERE {queries.SPENDING}",
+    *queries.SPEND_INDEXES,
 )
 
 

@@ -22,6 +22,16 @@ _TOKENS = "COALESCE(SUM({}), 0)".format(
 SPENDING = "type IN ('model_completed', 'context_compacted', 'context_added')"
 """The events a model call made (`SPENDING_TYPES`), as the partial indexes' condition: a query
 uses them only when its own condition has this very term."""
+SPEND_INDEXES = (
+    # Partial indexes over model calls' events only: the day's spend and each session's cost
+    # read a few rows instead of the whole log. Older stores get them on open; older Kestrels
+    # ignore them. The first ones covered turns only (not compaction or reranking calls).
+    "DROP INDEX IF EXISTS events_spend_by_time",
+    "DROP INDEX IF EXISTS events_spend_by_session",
+    f"CREATE INDEX IF NOT EXISTS events_usage_by_time ON events (at) WHERE {SPENDING}",
+    f"CREATE INDEX IF NOT EXISTS events_usage_by_session ON events (session_id) WHERE {SPENDING}",
+)
+"""Run on every open, as the summaries below name them."""
 # Built from the constants above only; the one value, the time, is a bound parameter.
 SPENT_SINCE = (
     f"SELECT {_COST}, {_TOKENS}, COUNT({_USAGE.format('cost_usd')}) FROM events"  # noqa: S608
