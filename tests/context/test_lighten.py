@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,27 @@ def test_closing_while_the_snapshot_is_written_does_not_wait_on_itself(
     closing.join(30)
     assert not closing.is_alive()
     assert not engine.lightened
+
+
+def test_a_snapshot_another_process_wrote_meanwhile_is_not_taken(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions on one repository share the index: the file at the snapshot's path may be
+    the other's by the time this one reads it back (its term ids need not be this one's)."""
+    real = loading_module.write_snapshot
+
+    def then_another(path: Path, data: Any) -> None:
+        real(path, data)
+        real(path, replace(data, nonce="another process"))
+
+    monkeypatch.setattr(loading_module, "write_snapshot", then_another)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh()
+        thread = engine._snapshots._thread
+        assert thread is not None
+        thread.join(30)
+        assert not engine.lightened
+        assert engine.search("walrus colony").files
+    finally:
+        engine.close()

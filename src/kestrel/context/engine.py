@@ -149,14 +149,16 @@ class ContextEngine(Indexing):
             self._snapshots.wait()
             self._store.close()
 
-    def _lighten(self, path: Path, post: Postings, held: list[FileRecord], terms: int) -> bool:
+    def _lighten(
+        self, path: Path, nonce: str, post: Postings, held: list[FileRecord], terms: int
+    ) -> bool:
         """Serve a big index from the snapshot just written (on the writer's thread), when it
         holds exactly what is served: the records' bodies are then read back on demand instead
         of held, as after a reopen (at 250,481 files, under 1 GB instead of 5)."""
         if len(held) < LIGHTEN_MIN_FILES or self._post is not post:
             return False
         try:
-            loaded = restored(path, self._store, self._has_vectors)
+            loaded = restored(path, nonce, self._has_vectors)
         except (SnapshotUnusable, OSError, ValueError):
             return False  # the records in memory serve on
         while not self._lock.acquire(timeout=0.05):

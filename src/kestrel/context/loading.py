@@ -10,6 +10,7 @@ whole, on a background thread.
 from __future__ import annotations
 
 import contextlib
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
 
-from kestrel.context.index_store import IndexStore
+from kestrel.context.index_store import Head, IndexStore
 from kestrel.context.lexical import Bm25Export, Vocabulary
 from kestrel.context.postings import HasVectors, Postings
 from kestrel.context.reader import RANKED_KINDS
@@ -80,11 +81,7 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
         changed = since
     if heads is not None:
         # The rows are the snapshot's records, but for those written since (if any).
-        lazy = FileRecord.lazy
-        made = map(lazy, heads, repeat(snapshot), range(len(heads)))
-        records = dict(zip(snapshot.paths, made, strict=True))
-        if len(records) != len(heads):
-            raise SnapshotUnusable(f"{path.name} holds a path twice")
+        records = _lazy_records(snapshot, heads, path)
         for name in changed:
             records.pop(name, None)
     else:
@@ -142,9 +139,9 @@ def _vocabulary(store: IndexStore, snapshot: Snapshot) -> Vocabulary:
     return Vocabulary(later[1:] if stored.count else later, stored=stored)
 
 
-Written = Callable[[Path, Postings, list[FileRecord], int], bool]
-"""Called on the writer's thread after a snapshot is written: its path, the postings and records
-it holds, and the size of the vocabulary then; True when what it held was let go."""
+Written = Callable[[Path, str, Postings, list[FileRecord], int], bool]
+"""Called on the writer's thread after a snapshot is written: its path and nonce, the postings
+and records it holds, and the size of the vocabulary then; True when what it held was let go."""
 
 
 class SnapshotWriter:
@@ -189,6 +186,8 @@ class SnapshotWriter:
         point = self._store.snapshot_point() if exact else None
         if point is not None:
             data = replace(data, generation=point[0], written=point[1])
+        nonce = secrets.token_hex(8)
+        data = replace(data, nonce=nonce)
         self.wait()
         target = snapshot_path(self._store.path)
         then = None
@@ -197,7 +196,7 @@ class SnapshotWriter:
             written, size = self._written, len(data.terms)
 
             def then() -> bool:
-                return written(target, post, held, size)
+                return written(target, nonce, post, held, size)
 
         # Handed over in a list the writer empties: the thread's own arguments would keep
         # every record alive until it ends, after a swap let them go.
@@ -239,16 +238,23 @@ def _write(target: Path, job: list[tuple[SnapshotInput, Callable[[], bool] | Non
         release_freed()  # now that nothing here holds the records either
 
 
-def restored(path: Path, store: IndexStore, has_vectors: HasVectors) -> Loaded:
-    """The records and postings a snapshot just written holds, read from it lazily as a reopen
-    at its generation would (its records are exactly the ones it was written from)."""
+def _lazy_records(snapshot: Snapshot, heads: list[Head], path: Path) -> dict[str, FileRecord]:
+    """The snapshot's records by path, each decoded when first read."""
+    made = map(FileRecord.lazy, heads, repeat(snapshot), range(len(heads)))
+    records = dict(zip(snapshot.paths, made, strict=True))
+    if len(records) != len(heads):
+        raise SnapshotUnusable(f"{path.name} holds a path twice")
+    return records
+
+
+def restored(path: Path, nonce: str, has_vectors: HasVectors) -> Loaded:
+    """The records and postings of the snapshot this process just wrote (named `nonce`: another
+    process may have renamed its own over it since), read lazily as a reopen would."""
     snapshot = Snapshot(path)
     heads = snapshot.heads()
-    if snapshot.token != store.token or heads is None:
+    if snapshot.nonce != nonce or heads is None:
         raise SnapshotUnusable(f"{path.name} is not the one just written")
-    lazy = FileRecord.lazy
-    made = map(lazy, heads, repeat(snapshot), range(len(heads)))
-    records = dict(zip(snapshot.paths, made, strict=True))
+    records = _lazy_records(snapshot, heads, path)
     ranked = [records.get(p) for p in snapshot.paths[: snapshot.ranked]]
     post = Postings.restored(snapshot, ranked, has_vectors)
     return Loaded(records, Vocabulary((), stored=snapshot.vocab), post, True)

@@ -109,6 +109,8 @@ class Snapshot:
         """The index generation the records are exactly, when known (older snapshots: None)."""
         self.written: int | None = _optional(header, "written", int)
         """The index's write-log position at that generation."""
+        self.nonce: str | None = _optional(header, "nonce", str)
+        """What its writer named this write (older snapshots: None)."""
         self._kinds: list[str] = header["kinds"]
         self.paths = _split(a["paths"])
         self.hashes = _split(a["hashes"])

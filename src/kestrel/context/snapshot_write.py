@@ -38,6 +38,8 @@ class SnapshotInput:
     chunks: Bm25Export
     generation: str | None = None
     written: int | None = None
+    nonce: str | None = None
+    """Names this write: whoever wrote it can tell its own file from another process's."""
     """The index's write-log position at that generation: a reopen after later writes reads
     only the rows logged since."""
     """The index's generation these records are exactly (None: not known to be any): a reopen
@@ -67,6 +69,7 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
         "totals": {"f": data.files.total_length, "c": data.chunks.total_length},
         "generation": data.generation,
         "written": data.written,
+        "nonce": data.nonce,
         "file_kinds": list(FILE_KINDS),
     }
     _clear_leftovers(path)
