@@ -159,3 +159,36 @@ def test_a_snapshot_another_process_wrote_meanwhile_is_not_taken(
         assert engine.search("walrus colony").files
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("serving", [False, True])
+def test_a_write_done_before_the_swap_still_lets_go(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serving: bool
+) -> None:
+    """On a small index the write can end before the reading thread swaps the postings in."""
+    written = threading.Event()
+    real_write, real_swap = loading_module.write_snapshot, indexing_module.Indexing._swap
+
+    def write(path: Path, data: Any) -> None:
+        real_write(path, data)
+        written.set()
+
+    def swap(self: Any, fresh: Any, changed: set[str]) -> None:
+        if self._snapshots._thread is not None:
+            written.wait(5)  # with the lock held: the writer finishes first
+        real_swap(self, fresh, changed)
+
+    monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10**9)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh()
+        engine._snapshots.wait()
+        monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10)
+        monkeypatch.setattr(loading_module, "write_snapshot", write)
+        monkeypatch.setattr(indexing_module.Indexing, "_swap", swap)
+        engine._rebuild(serving=serving, final=True)
+        assert written.is_set()
+        assert lightened(engine)
+        assert engine.search("walrus colony").files
+    finally:
+        engine.close()

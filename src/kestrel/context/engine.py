@@ -155,7 +155,8 @@ class ContextEngine(Indexing):
         """Serve a big index from the snapshot just written (on the writer's thread), when it
         holds exactly what is served: the records' bodies are then read back on demand instead
         of held, as after a reopen (at 250,481 files, under 1 GB instead of 5)."""
-        if len(held) < LIGHTEN_MIN_FILES or self._post is not post:
+        # Scheduled under the lock just before `post` is swapped in: checked under it below.
+        if len(held) < LIGHTEN_MIN_FILES:
             return False
         try:
             loaded = restored(path, nonce, self._has_vectors)

@@ -304,17 +304,17 @@ class Indexing:
             self._building = set()
         try:
             fresh = Postings.built(ranked, self._has_vectors)
-            if final:
-                with self._lock:
-                    saved = self._unsaved == 0 and not self._building
-                    records = dict(self._records)
-                    self._snapshots.schedule(self._vocab, records, fresh, saved=saved)
         except BaseException:
             with self._lock:
                 self._building = None
             raise
         with self._lock:
             changed, self._building = self._building, None
+            if final:
+                # Before the changes made meanwhile are redone on `fresh`, and in the same
+                # hold of the lock as its swap: the writer's `_lighten` then finds it served.
+                saved = self._unsaved == 0 and not changed
+                self._snapshots.schedule(self._vocab, dict(self._records), fresh, saved=saved)
             self._swap(fresh, changed)
         settle()
 
