@@ -52,14 +52,23 @@ def bulk_segment(
     n = len(docs)
     sizes = np.fromiter((len(d[0]) for d in docs), dtype=np.int64, count=n)
     terms = np.concatenate([d[0] for d in docs]) if n else np.zeros(0, np.int32)
-    df = np.bincount(terms, minlength=1).astype(np.int64)
     tfs = np.concatenate([d[1] for d in docs]) if n else np.zeros(0, np.float32)
-    owner = np.repeat(np.arange(n), sizes)
-    length = np.bincount(owner, weights=tfs.astype(np.float64), minlength=n).astype(np.float64)
-    del owner
     parts = [terms, tfs]
     del terms, tfs
-    return _grouped(0, sizes, parts), length, df
+    return joined_segment(sizes, parts)
+
+
+def joined_segment(
+    sizes: npt.NDArray[np.int64], parts: list[npt.NDArray[Any]]
+) -> tuple[Segment, ScoreArray, npt.NDArray[np.int64]]:
+    """`bulk_segment` of documents with `sizes` terms each, their term ids and frequencies laid
+    end to end in `parts` (emptied as they are used)."""
+    terms, tfs = parts
+    df = np.bincount(terms, minlength=1).astype(np.int64)
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    length = np.bincount(owner, weights=tfs.astype(np.float64), minlength=len(sizes))
+    del owner, terms, tfs
+    return _grouped(0, sizes, parts), length.astype(np.float64), df
 
 
 def _grouped(start: int, sizes: npt.NDArray[np.int64], parts: list[npt.NDArray[Any]]) -> Segment:

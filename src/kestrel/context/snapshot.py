@@ -121,6 +121,13 @@ class Snapshot:
         if len(self.paths) != len(self.hashes) or len(a["terms_at"]) != len(self.paths) + 1:
             raise ValueError("its tables disagree")
 
+    def release(self) -> None:
+        """Let the pages read so far go from this process's memory: they stay in the page
+        cache, and reading them again maps them again (mapped pages count in its RSS)."""
+        advise = getattr(self._map, "madvise", None)
+        if advise is not None and hasattr(mmap, "MADV_DONTNEED"):
+            advise(mmap.MADV_DONTNEED)
+
     @functools.cached_property
     def slot_of(self) -> dict[str, int]:
         """Each path's record index (the ranked records come first); built when first needed

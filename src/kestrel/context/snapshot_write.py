@@ -19,7 +19,7 @@ from kestrel.context.index_store import symbols_json
 from kestrel.context.lexical import Bm25Export
 from kestrel.context.model import FILE_KINDS
 from kestrel.context.record import FileRecord
-from kestrel.context.snapshot import ALIGN, MAGIC, SNAPSHOT_FORMAT, Array
+from kestrel.context.snapshot import ALIGN, MAGIC, SNAPSHOT_FORMAT, Array, Snapshot
 
 _LEFTOVER_S = 3600
 """A temporary snapshot file this old was left by a process that ended while writing it."""
@@ -34,8 +34,9 @@ class SnapshotInput:
     terms: Sequence[str]
     ranked: Sequence[FileRecord]
     others: Sequence[FileRecord]
-    files: Bm25Export
-    chunks: Bm25Export
+    files: Bm25Export | None
+    """The postings (None: built from the records' stored bodies, `write_merged`)."""
+    chunks: Bm25Export | None
     generation: str | None = None
     written: int | None = None
     nonce: str | None = None
@@ -48,34 +49,48 @@ class SnapshotInput:
 
 def write_snapshot(path: Path, data: SnapshotInput) -> None:
     """Write the snapshot next to the index, replacing any older one in one rename."""
-    arrays: dict[str, Column] = {}
     records = [*data.ranked, *data.others]
-    arrays["paths"] = _joined(r.path for r in records)
-    arrays["hashes"] = _joined(r.content_hash for r in records)
-    arrays.update(_heads(records))
+    arrays: dict[str, Column] = dict(head_columns(records))
     arrays.update(_bodies(records))
     arrays.update(_definitions(data.ranked))
-    arrays.update(_strings("vocab", data.terms))
+    arrays.update(string_columns("vocab", data.terms))
+    assert data.files is not None and data.chunks is not None
     for prefix, export in (("f", data.files), ("c", data.chunks)):
         for name, column in export.arrays().items():
             arrays[f"{prefix}_{name}"] = column
-    header: dict[str, Any] = {
+    totals = {"f": data.files.total_length, "c": data.chunks.total_length}
+    write_columns(path, snapshot_header(data, len(data.ranked), totals), arrays)
+
+
+def snapshot_header(data: SnapshotInput, ranked: int, totals: dict[str, float]) -> dict[str, Any]:
+    """The header of a snapshot of `data` (its records and postings aside)."""
+    return {
         "format": SNAPSHOT_FORMAT,
         "token": data.token,
         "embedder": data.embedder,
         "vocab": len(data.terms),
-        "ranked": len(data.ranked),
+        "ranked": ranked,
         "kinds": _KINDS,
-        "totals": {"f": data.files.total_length, "c": data.chunks.total_length},
+        "totals": totals,
         "generation": data.generation,
         "written": data.written,
         "nonce": data.nonce,
         "file_kinds": list(FILE_KINDS),
     }
+
+
+def write_columns(
+    path: Path,
+    header: dict[str, Any],
+    arrays: dict[str, Column],
+    read_from: Sequence[Snapshot] = (),
+) -> None:
+    """Write a snapshot's header and columns to `path`, replacing it in one rename; the pages
+    of the snapshots `read_from` (whose columns some of `arrays` are) go after each column."""
     _clear_leftovers(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        _write(temp, header, arrays)
+        _write(temp, header, arrays, read_from)
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
@@ -90,7 +105,9 @@ def _clear_leftovers(path: Path) -> None:
                 leftover.unlink()
 
 
-def _write(path: Path, header: dict[str, Any], arrays: dict[str, Column]) -> None:
+def _write(
+    path: Path, header: dict[str, Any], arrays: dict[str, Column], read_from: Sequence[Snapshot]
+) -> None:
     layout: dict[str, list[Any]] = {}
     at = 0
     for name, column in arrays.items():
@@ -106,6 +123,8 @@ def _write(path: Path, header: dict[str, Any], arrays: dict[str, Column]) -> Non
                 column.write(out)
             else:
                 out.write(np.ascontiguousarray(column).data)
+            for snapshot in read_from:
+                snapshot.release()
         out.truncate(start + at)
 
 
@@ -113,7 +132,7 @@ _KINDS = ["class", "function", "method", "interface", "struct", "enum", "trait",
 _KINDS += ["module", "constant"]
 
 
-def _strings(prefix: str, terms: Sequence[str]) -> dict[str, Array]:
+def string_columns(prefix: str, terms: Sequence[str]) -> dict[str, Array]:
     """Strings joined, where each starts, and their CRC-32s sorted, for lookups by string."""
     encoded = [t.encode() for t in terms]
     lengths = np.fromiter((len(t) + 1 for t in encoded), dtype=np.int64, count=len(encoded))
@@ -127,10 +146,12 @@ def _strings(prefix: str, terms: Sequence[str]) -> dict[str, Array]:
     }
 
 
-def _heads(records: Sequence[FileRecord]) -> dict[str, Array]:
-    """Each record's stat and kind, for a reopen that need not read the index's rows."""
+def head_columns(records: Sequence[FileRecord]) -> dict[str, Array]:
+    """Each record's path, hash, stat and kind, for a reopen that need not read the rows."""
     kind_ids = {kind: n for n, kind in enumerate(FILE_KINDS)}
     return {
+        "paths": _joined(r.path for r in records),
+        "hashes": _joined(r.content_hash for r in records),
         "sizes": np.fromiter((r.size for r in records), dtype=np.int64, count=len(records)),
         "mtimes": np.fromiter((r.mtime_ns for r in records), dtype=np.int64, count=len(records)),
         "file_kind": np.fromiter(
@@ -145,6 +166,8 @@ def _joined(items: Any) -> Array:
 
 _GROUP = 4096
 """Parts of a `Joined` column written at once."""
+_BIG_PART = 1 << 20
+"""A part this big is written alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,10 +188,23 @@ class Joined:
         # Joined a few thousand parts at a time, never exporting a part's own buffer: numpy
         # keeps a small note of each export for as long as the array lives, and the parts
         # live as long as the index (2 x 36 bytes for each of millions of chunk vectors).
-        for at in range(0, len(self.parts), _GROUP):
-            group = [part for part in self.parts[at : at + _GROUP] if len(part)]
-            if group:
-                out.write(np.concatenate(group).astype(self.dtype, copy=False).data)
+        group: list[Array] = []
+        for part in self.parts:
+            if part.nbytes >= _BIG_PART:  # a mapped column's run: never copied whole
+                _flush(out, group, self.dtype)
+                out.write(np.ascontiguousarray(part.astype(self.dtype, copy=False)).data)
+            elif len(part):
+                group.append(part)
+                if len(group) == _GROUP:
+                    _flush(out, group, self.dtype)
+        _flush(out, group, self.dtype)
+
+
+def _flush(out: BinaryIO, group: list[Array], dtype: np.dtype[Any]) -> None:
+    """Write `group` joined, and empty it."""
+    if group:
+        out.write(np.concatenate(group).astype(dtype, copy=False).data)
+        group.clear()
 
 
 Column = Array | Joined
@@ -240,7 +276,7 @@ def _definitions(ranked: Sequence[FileRecord]) -> dict[str, Column]:
                 texts[key] += text.encode()
                 ends[key].append(len(texts[key]))
     ids = np.frombuffer(name_of, dtype=np.int32) if name_of else np.zeros(0, np.int32)
-    out: dict[str, Column] = dict(_strings("names", list(names)))
+    out: dict[str, Column] = dict(string_columns("names", list(names)))
     # Each name's definitions, in the order they were met: a stable sort by name id.
     out["name_at"] = _starts(np.bincount(ids, minlength=len(names)).tolist(), len(names))
     out["name_defs"] = np.argsort(ids, kind="stable").astype(np.int32)
