@@ -17,7 +17,13 @@ from kestrel.context.index_store import FileRecord, IndexStore, default_cache_di
 from kestrel.context.indexing import Indexing
 from kestrel.context.inventory import Entry, classify, list_files
 from kestrel.context.learned import LearnedRanker
-from kestrel.context.loading import SnapshotWriter, load_index, restored
+from kestrel.context.loading import (
+    Loaded,
+    SnapshotWriter,
+    load_index,
+    opening_notice,
+    restored,
+)
 from kestrel.context.model import FileHit, IndexReport, SearchResult, Symbol, SymbolHit
 from kestrel.context.postings import Postings
 from kestrel.context.query import TaskQuery, parse_query
@@ -33,8 +39,7 @@ __all__ = ["RANKED_KINDS", "ContextEngine", "Progress"]
 BACKGROUND_MIN_FILES = 100
 """A refresh that need not wait reads at least this many files in the background."""
 LIGHTEN_MIN_FILES = 20_000
-"""An index of at least this many files serves from its snapshot once one is written after it
-is built whole (`_lighten`); a smaller one keeps its records decoded, for speed."""
+"""An index this big built whole serves from the snapshot written after (`_lighten`)."""
 
 
 class ContextEngine(Indexing):
@@ -92,7 +97,7 @@ class ContextEngine(Indexing):
         self._post = loaded.post
         self.opened_from_snapshot = loaded.from_snapshot
         """Whether the postings came from the snapshot (else every record was decoded)."""
-        self.notice = _notice(store, loaded.note)
+        self.notice = opening_notice(store, loaded.note)
         """Why the index or its snapshot had to be rebuilt on opening ("" when it did not)."""
         self._unsaved = 0
         """Batches applied to the records and not yet saved to the index (or failed to)."""
@@ -155,8 +160,7 @@ class ContextEngine(Indexing):
         """Serve a big index from the snapshot just written (on the writer's thread), when it
         holds exactly what is served: the records' bodies are then read back on demand instead
         of held, as after a reopen (at 250,481 files, under 1 GB instead of 5)."""
-        # Scheduled under the lock just before `post` is swapped in: checked under it below.
-        if len(held) < LIGHTEN_MIN_FILES:
+        if len(held) < LIGHTEN_MIN_FILES:  # `post` is checked under the lock its swap held
             return False
         try:
             loaded = restored(path, nonce, self._has_vectors)
@@ -172,13 +176,17 @@ class ContextEngine(Indexing):
             unchanged = unchanged and len(self._records) == len(held) == len(loaded.records)
             if not unchanged or any(self._records.get(r.path) is not r for r in held):
                 return False
-            self._records, self._post, self._vocab = loaded.records, loaded.post, loaded.vocab
-            self._kinds = KindsOf(self._records)
-            self.lightened = True
+            self._serve_loaded(loaded)
         finally:
             self._lock.release()
         settle()
         return True
+
+    def _serve_loaded(self, loaded: Loaded) -> None:
+        """Serve the records and postings of a snapshot this process just wrote."""
+        self._records, self._post, self._vocab = loaded.records, loaded.post, loaded.vocab
+        self._kinds = KindsOf(self._records)
+        self.lightened = True
 
     def watch(self) -> bool:
         """Follow changes as they happen, so queries in a long session apply only what changed."""
@@ -389,11 +397,3 @@ class ContextEngine(Indexing):
             return classify(path, (self.root / path).read_bytes()).content_hash == digest
         except OSError:
             return False
-
-
-def _notice(store: IndexStore, note: str) -> str:
-    if store.outdated is not None:
-        return f"the index was in format {store.outdated}, not the current one: it is rebuilt"
-    if store.migrated is not None:
-        return f"the index was in format {store.migrated}: brought up to the current one"
-    return f"the postings snapshot was not used ({note}): rebuilt from the index" if note else ""

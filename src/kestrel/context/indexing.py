@@ -9,17 +9,19 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
+from kestrel.context import whole
 from kestrel.context.embed import Embedder
 from kestrel.context.index_store import FileRecord, IndexStore
 from kestrel.context.inventory import Entry
 from kestrel.context.lexical import Vocabulary
-from kestrel.context.loading import SnapshotWriter
+from kestrel.context.loading import Loaded, SnapshotWriter
 from kestrel.context.postings import Postings
 from kestrel.context.rank import PathIndex
 from kestrel.context.reader import RANKED_KINDS, ReadFile, read_files
-from kestrel.context.turns import Job, Progress, Turns, settle
+from kestrel.context.records_of import embedded, record_of
+from kestrel.context.snapshot import SnapshotUnusable
+from kestrel.context.turns import Job, Progress, Turns, release_freed, settle
+from kestrel.context.whole import stored_part, written_whole
 
 BULK_MIN_FILES = 500
 """A read of more files than this (and than a tenth of the index) rebuilds the postings whole."""
@@ -52,6 +54,7 @@ class Indexing:
     _unsaved: int
     _path_index: PathIndex
     _turns: Turns
+    _serve_loaded: Callable[[Loaded], None]
 
     def _start_job(self, todo: Sequence[Entry]) -> None:
         job = self._job = Job(len(todo))
@@ -96,6 +99,10 @@ class Indexing:
         workers = self.workers if len(todo) >= POOL_MIN_FILES else 0
         done = changed = since_build = 0
         stop = job.stop if job is not None else None
+        # A big read keeps what it read on disk as it goes (`kestrel.context.whole`).
+        spill: list[FileRecord] | None = None
+        if bulk and len(todo) >= whole.WHOLE_MIN_FILES and self._store.path is not None:
+            spill = []
         try:
             give_way = self._turns.give_way if job is not None else None
             for batch in read_files(self.root, todo, workers, stop, give_way):
@@ -113,6 +120,10 @@ class Indexing:
                     self._store.touch(touched)
                 with self._lock:
                     self._unsaved -= 1  # not on an error: no snapshot stands for the rows then
+                if spill is not None:
+                    spill += upserts
+                    if len(spill) >= whole.PART_FILES:
+                        spill = self._spilled(spill)
                 changed += len(upserts)
                 done += len(batch)
                 since_build += len(batch)
@@ -123,8 +134,9 @@ class Indexing:
                 # In the background, queries meanwhile see what has been read so far.
                 grown = since_build >= max(REBUILD_MIN_FILES, len(self._post.held))
                 if bulk and job is not None and grown:
-                    self._rebuild(serving=True)
+                    self._rebuild(serving=True, spilled=spill is not None)
                     since_build = 0
+                    spill = None if spill is None else []  # served now, from a snapshot
         finally:
             # Many files replaced one by one leave dead entries behind: rebuilt here, off the
             # lock when in the background, rather than inside one update under the lock.
@@ -162,8 +174,8 @@ class Indexing:
             if give_way is not None:
                 give_way()
             records = [
-                None if read is None else self._record_of(read, rows)
-                for (_, read), rows in zip(part, self._embed(part), strict=True)
+                None if read is None else record_of(read, rows, self._vocab)
+                for (_, read), rows in zip(part, embedded(self._embedder, part), strict=True)
             ]
             if give_way is not None:
                 give_way()
@@ -187,23 +199,6 @@ class Indexing:
         with self._lock:
             install()
         return upserts, removed, touched
-
-    def _embed(self, batch: Sequence[tuple[Entry, ReadFile | None]]) -> list[np.ndarray | None]:
-        """Each read file's chunk vectors (one call for the whole batch); None without them."""
-        texts_of = [
-            read.analysis.texts if read is not None and read.analysis is not None else ()
-            for _, read in batch
-        ]
-        texts = [text for file_texts in texts_of for text in file_texts]
-        if self._embedder is None or not texts:
-            return [None] * len(batch)
-        matrix = self._embedder.embed(texts).astype(np.float16)
-        out: list[np.ndarray | None] = []
-        at = 0
-        for file_texts in texts_of:
-            out.append(matrix[at : at + len(file_texts)] if file_texts else None)
-            at += len(file_texts)
-        return out
 
     def _apply(
         self,
@@ -252,33 +247,7 @@ class Indexing:
             upserts.append(record)
         return upserts, removed, touched
 
-    def _record_of(self, read: ReadFile, vectors: np.ndarray | None) -> FileRecord:
-        entry, analysis = read.entry, read.analysis
-        if analysis is None:
-            empty = (np.zeros(0, np.int32), np.zeros(0, np.float32))
-            return FileRecord(
-                entry.path,
-                entry.size,
-                entry.mtime_ns,
-                read.content_hash,
-                read.kind,
-                None,
-                empty,
-                (),
-            )
-        return FileRecord(
-            path=entry.path,
-            size=entry.size,
-            mtime_ns=entry.mtime_ns,
-            content_hash=read.content_hash,
-            kind=read.kind,
-            symbols=analysis.symbols,
-            terms=self._vocab.vector(analysis.terms),
-            chunks=tuple(self._vocab.vector(c) for c in analysis.chunks),
-            vectors=vectors,
-        )
-
-    def _rebuild(self, *, serving: bool, final: bool = False) -> None:
+    def _rebuild(self, *, serving: bool, final: bool = False, spilled: bool = False) -> None:
         """Build the postings afresh from the records.
 
         `serving`: off the lock, while queries use the old postings, then swapped in; changes
@@ -288,6 +257,8 @@ class Indexing:
         with self._lock:
             if not serving and self._building is None:
                 self._post = Postings()
+                if final and self._serve_whole(serving=False):
+                    return
                 fresh = Postings.built(self._ranked(), self._has_vectors)
                 if final:
                     saved = self._unsaved == 0
@@ -303,6 +274,9 @@ class Indexing:
                 return
             self._building = set()
         try:
+            # A read that keeps its records on disk serves what it read from a snapshot.
+            if (final or spilled) and self._serve_whole(serving=True, any_size=spilled):
+                return
             fresh = Postings.built(ranked, self._has_vectors)
         except BaseException:
             with self._lock:
@@ -317,6 +291,43 @@ class Indexing:
                 self._snapshots.schedule(self._vocab, dict(self._records), fresh, saved=saved)
             self._swap(fresh, changed)
         settle()
+
+    def _spilled(self, records: list[FileRecord]) -> list[FileRecord] | None:
+        """Swap saved records for the same ones kept in a part snapshot; None when the part
+        could not be written (the rest of the read keeps its records in memory)."""
+        try:
+            stored = stored_part(self._store, records)
+        except (SnapshotUnusable, OSError, ValueError):
+            return None
+        with self._lock:
+            for record in records:
+                if self._records.get(record.path) is record:
+                    self._records[record.path] = stored[record.path]
+        return []
+
+    def _serve_whole(self, *, serving: bool, any_size: bool = False) -> bool:
+        """Serve a big index read whole (all saved) from a snapshot written of it at once
+        (`kestrel.context.whole`), off the lock when `serving`; False when it is small (unless
+        `any_size`) or unsaved, the write failed, or files changed meanwhile (`_building`)."""
+        with self._lock:
+            small = len(self._records) < whole.WHOLE_MIN_FILES and not any_size
+            if small or self._unsaved:
+                return False
+            records = dict(self._records) if serving else self._records
+            point = self._store.snapshot_point()  # with the records: saves hold the lock
+            self._snapshots.wait()
+        loaded = written_whole(self._store, self._vocab, records, self._has_vectors, point)
+        with self._lock:
+            if loaded is None or self._building:
+                return False
+            self._building = None
+            self._serve_loaded(loaded)
+            self._pending -= self._applied  # every record read is served now
+            self._applied.clear()
+        del records
+        release_freed()  # the decoded records, now that nothing holds them
+        settle()
+        return True
 
     def _swap(self, fresh: Postings, changed: set[str]) -> None:
         """Serve `fresh`, after redoing on it the paths changed since its snapshot."""

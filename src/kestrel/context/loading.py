@@ -4,7 +4,8 @@ The slow way decodes every record and builds the postings whole (seconds at 30,0
 snapshot way maps one file, takes the records' stats from it when the index is at the generation
 the snapshot was written for (else reads them from SQLite) and decodes the few records changed
 since the snapshot was written. Snapshots are written after the postings are built
-whole, on a background thread.
+whole, on a background thread; a big read writes its snapshot from the bodies it kept on disk
+instead (`kestrel.context.whole`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ def load_index(store: IndexStore, has_vectors: HasVectors) -> Loaded:
     ranked = [r for r in records.values() if r.kind in RANKED_KINDS]
     post = Postings.built(ranked, has_vectors)
     return Loaded(records, Vocabulary(store.vocabulary()), post, False, note)
+
+
+def opening_notice(store: IndexStore, note: str) -> str:
+    """Why opening rebuilt the index or its postings ("" when it did not)."""
+    if store.outdated is not None:
+        return f"the index was in format {store.outdated}, not the current one: it is rebuilt"
+    if store.migrated is not None:
+        return f"the index was in format {store.migrated}: brought up to the current one"
+    return f"the postings snapshot was not used ({note}): rebuilt from the index" if note else ""
 
 
 def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Loaded:
@@ -174,20 +184,10 @@ class SnapshotWriter:
         ]
         exact = saved and len(ranked) + len(others) == len(records)
         exact = exact and all(records.get(r.path) is r for r in ranked)
-        data = SnapshotInput(
-            token=self._store.token,
-            embedder=self._store.embedder,
-            terms=vocab.all_terms(),
-            ranked=ranked,
-            others=others,
-            files=_copied(exports[0]),
-            chunks=_copied(exports[1]),
-        )
         point = self._store.snapshot_point() if exact else None
-        if point is not None:
-            data = replace(data, generation=point[0], written=point[1])
-        nonce = secrets.token_hex(8)
-        data = replace(data, nonce=nonce)
+        data = snapshot_input(self._store, vocab, ranked, others, exports, point)
+        nonce = data.nonce
+        assert nonce is not None
         self.wait()
         target = snapshot_path(self._store.path)
         then = None
@@ -217,6 +217,33 @@ class SnapshotWriter:
             finally:
                 self.joining.clear()
             self._thread = None
+
+
+def snapshot_input(
+    store: IndexStore,
+    vocab: Vocabulary,
+    ranked: list[FileRecord],
+    others: list[FileRecord],
+    exports: tuple[Bm25Export, Bm25Export] | None,
+    point: tuple[str, int] | None,
+) -> SnapshotInput:
+    """What to write for these records and their postings (None: built from the records'
+    stored bodies, `write_merged`), named by a fresh nonce. `point`:
+    they are every record of the index as saved at this generation and write-log position
+    (`IndexStore.snapshot_point`, taken with them), so the snapshot may stand for its rows."""
+    data = SnapshotInput(
+        token=store.token,
+        embedder=store.embedder,
+        terms=vocab.all_terms(),
+        ranked=ranked,
+        others=others,
+        files=None if exports is None else _copied(exports[0]),
+        chunks=None if exports is None else _copied(exports[1]),
+        nonce=secrets.token_hex(8),
+    )
+    if point is not None:
+        data = replace(data, generation=point[0], written=point[1])
+    return data
 
 
 def _copied(export: Bm25Export) -> Bm25Export:

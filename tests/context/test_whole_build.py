@@ -1,0 +1,190 @@
+"""A big index read whole is written to its snapshot and served from it at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from context_kit import modules_repo
+
+import kestrel.context.engine as engine_module
+import kestrel.context.indexing as indexing_module
+import kestrel.context.whole as whole_module
+from kestrel.context.engine import ContextEngine
+
+MODULES = 40
+QUERIES = ["walrus handler", "tusk_size of a walrus", "def handler_7", "colony census"]
+
+
+def module_text(i: int, word: str) -> str:
+    return (
+        f"class Colony{i}:\n    '''A {word} colony.'''\n\n"
+        f"    def census(self, tusk_size={i}):\n        return '{word}' * tusk_size\n\n\n"
+        f"def handler_{i}(request):\n    return Colony{i}().census()\n"
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = modules_repo(tmp_path / "repo", MODULES, lambda i: module_text(i, "walrus"))
+    (root / "README.md").write_text("The walrus colony census.\n")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexing_module, "BULK_MIN_FILES", 10)
+    monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10**9)
+    monkeypatch.setattr(whole_module, "WHOLE_MIN_FILES", 10)
+    monkeypatch.setattr(whole_module, "PART_FILES", 7)
+
+
+def answers(engine: ContextEngine) -> list[Any]:
+    out = []
+    for query in QUERIES:
+        result = engine.search(query, k=20)
+        out.append([(h.path, round(h.score, 9)) for h in result.files])
+        out.append([(s.path, s.qualname, s.line, round(s.score, 9)) for s in result.symbols])
+    return out
+
+
+def built_in_memory(repo: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    monkeypatch.setattr(whole_module, "WHOLE_MIN_FILES", 10**9)
+    engine = ContextEngine.open(repo, cache, workers=0)
+    try:
+        engine.refresh()
+        assert not engine.lightened
+        return answers(engine)
+    finally:
+        engine.close()
+        monkeypatch.setattr(whole_module, "WHOLE_MIN_FILES", 10)
+
+
+def test_it_serves_from_the_snapshot_and_answers_as_built_in_memory(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = built_in_memory(repo, tmp_path / "memory", monkeypatch)
+    written: list[int] = []
+    real = indexing_module.stored_part
+
+    def counted(store: Any, records: Any) -> Any:
+        out = real(store, records)
+        written.append(len(out))
+        return out
+
+    monkeypatch.setattr(indexing_module, "stored_part", counted)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        report = engine.refresh()
+        assert written == [32, 9]  # one part per batch read (32 files), each past PART_FILES
+        assert not list((tmp_path / "cache").rglob("*.tmp"))
+        assert engine.lightened  # at once: no postings were built in memory to wait for
+        assert not any(r.loaded for r in engine._records.values())
+        assert report.files_total == MODULES + 1 and report.files_ranked == MODULES + 1
+        assert answers(engine) == want
+        record = engine.record("app/mod_03.py")
+        assert record is not None and record.symbols is not None
+        assert [p for p, _ in engine.definitions_named("handler_3")] == ["app/mod_03.py"]
+        (repo / "app" / "mod_03.py").write_text(module_text(3, "narwhal"))
+        assert engine.refresh_paths(["app/mod_03.py"]) == 1
+        assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_03.py"]
+    finally:
+        engine.close()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert again.opened_from_snapshot and not again.notice
+        assert [h.path for h in again.search("narwhal colony").files][:1] == ["app/mod_03.py"]
+        assert again.refresh().changed == 0
+    finally:
+        again.close()
+
+
+def test_a_failed_write_builds_in_memory_instead(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = built_in_memory(repo, tmp_path / "memory", monkeypatch)
+
+    def full_disk(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(whole_module, "write_snapshot", full_disk)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh()
+        assert not engine.lightened
+        assert answers(engine) == want
+    finally:
+        engine.close()
+
+
+def test_a_background_read_serves_from_the_snapshot_when_it_ends(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = built_in_memory(repo, tmp_path / "memory", monkeypatch)
+    monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 10)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert engine.refresh(wait=False).pending == MODULES + 1
+        engine.refresh()  # waits for the background read
+        assert engine.lightened and engine.pending == 0
+        assert answers(engine) == want
+    finally:
+        engine.close()
+
+
+def test_a_file_changed_while_the_snapshot_is_written_is_served_new(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 10)
+    real = whole_module.write_merged
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    changes: list[int] = []
+
+    def then_a_change(path: Path, data: Any) -> None:
+        real(path, data)
+        if not changes:  # off the lock: the change goes ahead, and this snapshot is not served
+            (repo / "app" / "mod_05.py").write_text(module_text(5, "narwhal"))
+            changes.append(engine.refresh_paths(["app/mod_05.py"]))
+
+    monkeypatch.setattr(whole_module, "write_merged", then_a_change)
+    try:
+        engine.refresh(wait=False)
+        engine.refresh()
+        assert changes == [1]
+        assert engine.pending == 0
+        assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_05.py"]
+    finally:
+        engine.close()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert [h.path for h in again.search("narwhal colony").files][:1] == ["app/mod_05.py"]
+        assert again.refresh().changed == 0
+    finally:
+        again.close()
+
+
+def test_a_background_read_serves_what_it_read_so_far_from_snapshots(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = built_in_memory(repo, tmp_path / "memory", monkeypatch)
+    monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 10)
+    monkeypatch.setattr(indexing_module, "REBUILD_MIN_FILES", 5)
+    merged: list[int] = []
+    real = whole_module.write_merged
+
+    def counted(path: Path, data: Any) -> None:
+        merged.append(len(data.ranked) + len(data.others))
+        real(path, data)
+
+    monkeypatch.setattr(whole_module, "write_merged", counted)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        engine.refresh(wait=False)
+        engine.refresh()
+        assert merged == [32, MODULES + 1]  # after the first batch, then at the end
+        assert engine.lightened and engine.pending == 0
+        assert not any(r.loaded for r in engine._records.values())
+        assert answers(engine) == want
+    finally:
+        engine.close()
