@@ -6,6 +6,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def git(root: Path, *args: str) -> None:
@@ -43,3 +44,36 @@ def modules_repo(root: Path, count: int, text_of: Callable[[int], str]) -> Path:
     write(root, {f"app/mod_{i:02}.py": text_of(i) for i in range(count)})
     git(root, "init", "-q")
     return root
+
+
+COLONY_QUERIES = ["walrus handler", "tusk_size of a walrus", "def handler_7", "colony census"]
+
+
+def colony_module(i: int, word: str) -> str:
+    """Module N of a repository of colonies: a class, a method and a handler naming `word`."""
+    return (
+        f"class Colony{i}:\n    '''A {word} colony.'''\n\n"
+        f"    def census(self, tusk_size={i}):\n        return '{word}' * tusk_size\n\n\n"
+        f"def handler_{i}(request):\n    return Colony{i}().census()\n"
+    )
+
+
+def colony_answers(engine: Any) -> list[Any]:
+    """What an engine answers to the colony queries, files and definitions, scores rounded."""
+    out: list[list[Any]] = []
+    for query in COLONY_QUERIES:
+        result = engine.search(query, k=20)
+        out.append([(h.path, round(h.score, 9)) for h in result.files])
+        out.append([(s.path, s.qualname, s.line, round(s.score, 9)) for s in result.symbols])
+    return out
+
+
+def assert_colonies_keep_working(engine: Any, repo: Path) -> None:
+    """An engine over a colony repository reads a record, finds a definition by name, and
+    serves a module's new text after it changes (module 3 becomes about narwhals)."""
+    record = engine.record("app/mod_03.py")
+    assert record is not None and record.symbols is not None
+    assert [p for p, _ in engine.definitions_named("handler_3")] == ["app/mod_03.py"]
+    (repo / "app" / "mod_03.py").write_text(colony_module(3, "narwhal"))
+    assert engine.refresh_paths(["app/mod_03.py"]) == 1
+    assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_03.py"]

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from context_kit import modules_repo
+from context_kit import (
+    assert_colonies_keep_working,
+    colony_answers,
+    colony_module,
+    modules_repo,
+)
 
 import kestrel.context.engine as engine_module
 import kestrel.context.indexing as indexing_module
@@ -18,35 +23,17 @@ import kestrel.context.loading as loading_module
 from kestrel.context.engine import ContextEngine
 
 MODULES = 40
-QUERIES = ["walrus handler", "tusk_size of a walrus", "def handler_7", "colony census"]
-
-
-def module_text(i: int, word: str) -> str:
-    return (
-        f"class Colony{i}:\n    '''A {word} colony.'''\n\n"
-        f"    def census(self, tusk_size={i}):\n        return '{word}' * tusk_size\n\n\n"
-        f"def handler_{i}(request):\n    return Colony{i}().census()\n"
-    )
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return modules_repo(tmp_path / "repo", MODULES, lambda i: module_text(i, "walrus"))
+    return modules_repo(tmp_path / "repo", MODULES, lambda i: colony_module(i, "walrus"))
 
 
 @pytest.fixture(autouse=True)
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(indexing_module, "BULK_MIN_FILES", 10)
     monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10)
-
-
-def answers(engine: ContextEngine) -> list[Any]:
-    out = []
-    for query in QUERIES:
-        result = engine.search(query, k=20)
-        out.append([(h.path, round(h.score, 9)) for h in result.files])
-        out.append([(s.path, s.qualname, s.line, round(s.score, 9)) for s in result.symbols])
-    return out
 
 
 def lightened(engine: ContextEngine) -> bool:
@@ -62,7 +49,7 @@ def test_it_answers_as_before_and_keeps_working(
     monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10**9)
     held = ContextEngine.open(repo, tmp_path / "held", workers=0)
     held.refresh()
-    want = answers(held)
+    want = colony_answers(held)
     held.close()
     assert not held.lightened
     monkeypatch.setattr(engine_module, "LIGHTEN_MIN_FILES", 10)
@@ -70,13 +57,8 @@ def test_it_answers_as_before_and_keeps_working(
     try:
         engine.refresh()
         assert lightened(engine)
-        assert answers(engine) == want
-        record = engine.record("app/mod_03.py")
-        assert record is not None and record.symbols is not None
-        assert [p for p, _ in engine.definitions_named("handler_3")] == ["app/mod_03.py"]
-        (repo / "app" / "mod_03.py").write_text(module_text(3, "narwhal"))
-        assert engine.refresh_paths(["app/mod_03.py"]) == 1
-        assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_03.py"]
+        assert colony_answers(engine) == want
+        assert_colonies_keep_working(engine, repo)
     finally:
         engine.close()
 
@@ -110,7 +92,7 @@ def test_a_change_while_the_snapshot_is_written_keeps_the_records(
     try:
         engine.refresh()
         assert held_write.started.wait(30)
-        (repo / "app" / "mod_05.py").write_text(module_text(5, "narwhal"))
+        (repo / "app" / "mod_05.py").write_text(colony_module(5, "narwhal"))
         assert engine.refresh_paths(["app/mod_05.py"]) == 1
         held_write.go.set()
         thread = engine._snapshots._thread

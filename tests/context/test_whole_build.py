@@ -6,7 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from context_kit import modules_repo
+from context_kit import (
+    assert_colonies_keep_working,
+    colony_answers,
+    colony_module,
+    modules_repo,
+)
 
 import kestrel.context.engine as engine_module
 import kestrel.context.indexing as indexing_module
@@ -14,20 +19,11 @@ import kestrel.context.whole as whole_module
 from kestrel.context.engine import ContextEngine
 
 MODULES = 40
-QUERIES = ["walrus handler", "tusk_size of a walrus", "def handler_7", "colony census"]
-
-
-def module_text(i: int, word: str) -> str:
-    return (
-        f"class Colony{i}:\n    '''A {word} colony.'''\n\n"
-        f"    def census(self, tusk_size={i}):\n        return '{word}' * tusk_size\n\n\n"
-        f"def handler_{i}(request):\n    return Colony{i}().census()\n"
-    )
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = modules_repo(tmp_path / "repo", MODULES, lambda i: module_text(i, "walrus"))
+    root = modules_repo(tmp_path / "repo", MODULES, lambda i: colony_module(i, "walrus"))
     (root / "README.md").write_text("The walrus colony census.\n")
     return root
 
@@ -40,25 +36,27 @@ def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(whole_module, "PART_FILES", 7)
 
 
-def answers(engine: ContextEngine) -> list[Any]:
-    out = []
-    for query in QUERIES:
-        result = engine.search(query, k=20)
-        out.append([(h.path, round(h.score, 9)) for h in result.files])
-        out.append([(s.path, s.qualname, s.line, round(s.score, 9)) for s in result.symbols])
-    return out
-
-
 def built_in_memory(repo: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(whole_module, "WHOLE_MIN_FILES", 10**9)
     engine = ContextEngine.open(repo, cache, workers=0)
     try:
         engine.refresh()
         assert not engine.lightened
-        return answers(engine)
+        return colony_answers(engine)
     finally:
         engine.close()
         monkeypatch.setattr(whole_module, "WHOLE_MIN_FILES", 10)
+
+
+def reopened_finds_narwhals(repo: Path, cache: Path, path: str) -> None:
+    """Reopened, the index serves from its snapshot, up to date with the files on disk."""
+    again = ContextEngine.open(repo, cache, workers=0)
+    try:
+        assert again.opened_from_snapshot and not again.notice
+        assert [h.path for h in again.search("narwhal colony").files][:1] == [path]
+        assert again.refresh().changed == 0
+    finally:
+        again.close()
 
 
 def test_it_serves_from_the_snapshot_and_answers_as_built_in_memory(
@@ -82,22 +80,11 @@ def test_it_serves_from_the_snapshot_and_answers_as_built_in_memory(
         assert engine.lightened  # at once: no postings were built in memory to wait for
         assert not any(r.loaded for r in engine._records.values())
         assert report.files_total == MODULES + 1 and report.files_ranked == MODULES + 1
-        assert answers(engine) == want
-        record = engine.record("app/mod_03.py")
-        assert record is not None and record.symbols is not None
-        assert [p for p, _ in engine.definitions_named("handler_3")] == ["app/mod_03.py"]
-        (repo / "app" / "mod_03.py").write_text(module_text(3, "narwhal"))
-        assert engine.refresh_paths(["app/mod_03.py"]) == 1
-        assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_03.py"]
+        assert colony_answers(engine) == want
+        assert_colonies_keep_working(engine, repo)
     finally:
         engine.close()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        assert again.opened_from_snapshot and not again.notice
-        assert [h.path for h in again.search("narwhal colony").files][:1] == ["app/mod_03.py"]
-        assert again.refresh().changed == 0
-    finally:
-        again.close()
+    reopened_finds_narwhals(repo, tmp_path / "cache", "app/mod_03.py")
 
 
 def test_a_failed_write_builds_in_memory_instead(
@@ -113,7 +100,7 @@ def test_a_failed_write_builds_in_memory_instead(
     try:
         engine.refresh()
         assert not engine.lightened
-        assert answers(engine) == want
+        assert colony_answers(engine) == want
     finally:
         engine.close()
 
@@ -128,7 +115,7 @@ def test_a_background_read_serves_from_the_snapshot_when_it_ends(
         assert engine.refresh(wait=False).pending == MODULES + 1
         engine.refresh()  # waits for the background read
         assert engine.lightened and engine.pending == 0
-        assert answers(engine) == want
+        assert colony_answers(engine) == want
     finally:
         engine.close()
 
@@ -144,7 +131,7 @@ def test_a_file_changed_while_the_snapshot_is_written_is_served_new(
     def then_a_change(path: Path, data: Any) -> None:
         real(path, data)
         if not changes:  # off the lock: the change goes ahead, and this snapshot is not served
-            (repo / "app" / "mod_05.py").write_text(module_text(5, "narwhal"))
+            (repo / "app" / "mod_05.py").write_text(colony_module(5, "narwhal"))
             changes.append(engine.refresh_paths(["app/mod_05.py"]))
 
     monkeypatch.setattr(whole_module, "write_merged", then_a_change)
@@ -156,12 +143,7 @@ def test_a_file_changed_while_the_snapshot_is_written_is_served_new(
         assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_05.py"]
     finally:
         engine.close()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        assert [h.path for h in again.search("narwhal colony").files][:1] == ["app/mod_05.py"]
-        assert again.refresh().changed == 0
-    finally:
-        again.close()
+    reopened_finds_narwhals(repo, tmp_path / "cache", "app/mod_05.py")
 
 
 def test_a_background_read_serves_what_it_read_so_far_from_snapshots(
@@ -185,6 +167,6 @@ def test_a_background_read_serves_what_it_read_so_far_from_snapshots(
         assert merged == [32, MODULES + 1]  # after the first batch, then at the end
         assert engine.lightened and engine.pending == 0
         assert not any(r.loaded for r in engine._records.values())
-        assert answers(engine) == want
+        assert colony_answers(engine) == want
     finally:
         engine.close()
