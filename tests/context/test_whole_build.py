@@ -170,3 +170,23 @@ def test_a_background_read_serves_what_it_read_so_far_from_snapshots(
         assert colony_answers(engine) == want
     finally:
         engine.close()
+
+
+def test_a_part_that_cannot_be_written_keeps_the_records_in_memory(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = built_in_memory(repo, tmp_path / "memory", monkeypatch)
+
+    def full_disk(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(indexing_module, "stored_part", full_disk)
+    monkeypatch.setattr(whole_module, "stored_part", full_disk)
+    engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert engine.refresh().files_total == MODULES + 1
+        assert not engine.lightened and engine.pending == 0
+        assert colony_answers(engine) == want
+    finally:
+        engine.close()
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
