@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from kestrel.context.snapshot import Array
-from kestrel.context.snapshot_runs import Run, runs_of, sizes_of, starts_of
+from kestrel.context.snapshot_runs import Run, runs_of, sizes_of
 from kestrel.context.snapshot_write import (
     Column,
     Joined,
     SnapshotInput,
     head_columns,
     snapshot_header,
+    starts_of,
     string_columns,
     write_columns,
 )

@@ -50,10 +50,3 @@ def sizes_of(runs: Sequence[Run], at: str) -> Array:
     """How many items (terms, chunks, definitions) offsets `at` give each of the runs' records."""
     parts = [np.diff(run.at(at)) for run in runs]
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
-
-
-def starts_of(sizes: Array) -> Array:
-    """Where each of parts of these sizes starts, then the total."""
-    starts = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=starts[1:])
-    return starts

@@ -210,15 +210,18 @@ def _flush(out: BinaryIO, group: list[Array], dtype: np.dtype[Any]) -> None:
 Column = Array | Joined
 
 
-def _starts(sizes: Iterable[int], count: int) -> Array:
-    """Where each of `count` parts of these sizes starts, then the total."""
+def starts_of(sizes: Iterable[int] | Array, count: int | None = None) -> Array:
+    """Where each of `count` parts of these sizes starts (an array's: all), then the total."""
+    if count is None:
+        sizes = np.asarray(sizes, dtype=np.int64)
+        count = len(sizes)
     starts = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.fromiter(sizes, dtype=np.int64, count=count), out=starts[1:])
     return starts
 
 
 def _csr(parts: Sequence[Array], dtype: Any) -> tuple[Array, Joined]:
-    starts = _starts((len(p) for p in parts), len(parts))
+    starts = starts_of((len(p) for p in parts), len(parts))
     return starts, Joined(parts, np.dtype(dtype), (int(starts[-1]),))
 
 
@@ -229,7 +232,7 @@ def _bodies(records: Sequence[FileRecord]) -> dict[str, Column]:
     out["terms_at"], out["term_ids"] = _csr([r.terms[0] for r in bodies], np.int32)
     out["term_tfs"] = _csr([r.terms[1] for r in bodies], np.float32)[1]
     chunks = [c for r in bodies for c in r.chunks]
-    out["chunks_at"] = _starts((len(r.chunks) for r in bodies), len(bodies))
+    out["chunks_at"] = starts_of((len(r.chunks) for r in bodies), len(bodies))
     out["chunk_terms_at"], out["chunk_ids"] = _csr([c[0] for c in chunks], np.int32)
     out["chunk_tfs"] = _csr([c[1] for c in chunks], np.float32)[1]
     texts = [b"" if r.symbols is None else symbols_json(r.symbols).encode() for r in bodies]
@@ -241,7 +244,7 @@ def _bodies(records: Sequence[FileRecord]) -> dict[str, Column]:
     kept = [v if v is not None and dim and v.shape[1] == dim else None for v in vectors]
     out["has_vectors"] = np.array([v is not None for v in kept], dtype=np.uint8)
     rows = [np.zeros((0, dim), np.float16) if v is None else v for v in kept]
-    out["vectors_at"] = starts = _starts((len(v) for v in rows), len(rows))
+    out["vectors_at"] = starts = starts_of((len(v) for v in rows), len(rows))
     out["vectors"] = Joined(rows, np.dtype(np.float16), (int(starts[-1]), dim))
     return out
 
@@ -278,13 +281,13 @@ def _definitions(ranked: Sequence[FileRecord]) -> dict[str, Column]:
     ids = np.frombuffer(name_of, dtype=np.int32) if name_of else np.zeros(0, np.int32)
     out: dict[str, Column] = dict(string_columns("names", list(names)))
     # Each name's definitions, in the order they were met: a stable sort by name id.
-    out["name_at"] = _starts(np.bincount(ids, minlength=len(names)).tolist(), len(names))
+    out["name_at"] = starts_of(np.bincount(ids, minlength=len(names)).tolist(), len(names))
     out["name_defs"] = np.argsort(ids, kind="stable").astype(np.int32)
     out["d_name"] = ids
     out["d_kind"] = np.array(cols["kind"], dtype=np.uint8)
     out["d_line"] = np.array(cols["line"], dtype=np.int32)
     out["d_end"] = np.array(cols["end"], dtype=np.int32)
-    out["def_at"] = _starts(counts, len(counts))
+    out["def_at"] = starts_of(counts, len(counts))
     for key in ("qual", "sig"):
         out[f"d_{key}_at"] = np.array(ends[key], dtype=np.int64)
         out[f"d_{key}"] = np.frombuffer(texts[key], dtype=np.uint8)
