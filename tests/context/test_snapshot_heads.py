@@ -164,3 +164,34 @@ def test_the_log_is_pruned_to_what_the_snapshot_holds(repo: Path, tmp_path: Path
     engine.close()
     with sqlite3.connect(db_path) as db:
         assert [r[0] for r in db.execute("SELECT path FROM written")] == ["shop/cart.py"]
+
+
+def test_a_file_changed_and_changed_back_keeps_its_stored_body(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    indexed(repo, cache)
+    engine = ContextEngine.open(repo, cache)
+    write(repo, {"shop/cart.py": "class Basket:\n    pass\n"})  # a checkout...
+    engine.refresh()
+    write(repo, {"shop/cart.py": FILES["shop/cart.py"]})  # ...and back
+    engine.refresh()
+    engine.close()
+    decoded: list[str] = []
+    real = IndexStore.record
+
+    def counted(self: IndexStore, path: str) -> object:
+        decoded.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(IndexStore, "record", counted)
+    engine = ContextEngine.open(repo, cache)
+    assert engine.opened_from_snapshot and decoded == []
+    cart = engine.record("shop/cart.py")
+    assert cart is not None and not cart.loaded  # still the snapshot's body, under its new stat
+    assert cart.mtime_ns == (repo / "shop/cart.py").stat().st_mtime_ns
+    assert engine.definitions_named("Basket") == []
+    assert engine.refresh().changed == 0
+    lazy = answers(engine)
+    engine.close()
+    assert lazy == decoded_answers(repo, cache)

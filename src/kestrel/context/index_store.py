@@ -65,6 +65,9 @@ CREATE INDEX IF NOT EXISTS files_head ON files(path, size, mtime_ns, hash, kind)
 )
 
 
+_HEADS = "SELECT path, size, mtime_ns, hash, kind FROM files INDEXED BY files_head"
+_PATHS_PER_QUERY = 500
+"""SQLite allows 999 parameters per statement in older builds."""
 _SELECT = (
     "SELECT path, size, mtime_ns, hash, kind, symbols, terms, tfs,"
     " chunk_offsets, chunk_terms, chunk_tfs, vectors FROM files"
@@ -173,10 +176,19 @@ class IndexStore:
 
     def heads(self) -> list[Head]:
         """Every record's stat, hash and kind, read from an index without touching the bodies."""
-        rows = self._db.execute(
-            "SELECT path, size, mtime_ns, hash, kind FROM files INDEXED BY files_head"
-        )
+        rows = self._db.execute(_HEADS)
         return rows.fetchall()
+
+    def heads_of(self, paths: Sequence[str]) -> list[Head]:
+        """The heads of these paths that have a row (in no particular order)."""
+        out: list[Head] = []
+        with self._writing:
+            for at in range(0, len(paths), _PATHS_PER_QUERY):
+                part = paths[at : at + _PATHS_PER_QUERY]
+                marks = ",".join("?" * len(part))  # placeholders only: the paths are bound
+                query = f"{_HEADS} WHERE path IN ({marks})"
+                out += self._db.execute(query, part).fetchall()
+        return out
 
     def record(self, path: str) -> FileRecord | None:
         """One stored record, whole."""
