@@ -18,7 +18,6 @@ from kestrel.context.indexing import Indexing
 from kestrel.context.inventory import Entry, classify, list_files
 from kestrel.context.learned import LearnedRanker
 from kestrel.context.loading import (
-    Loaded,
     SnapshotWriter,
     load_index,
     opening_notice,
@@ -101,6 +100,7 @@ class ContextEngine(Indexing):
         """Why the index or its snapshot had to be rebuilt on opening ("" when it did not)."""
         self._unsaved = 0
         """Batches applied to the records and not yet saved to the index (or failed to)."""
+        self._changed_since_written = set(loaded.changed)
         if not loaded.from_snapshot:
             # Decoded from the index's rows just now: the snapshot stands for them.
             self._snapshots.schedule(self._vocab, self._records, self._post, saved=True)
@@ -181,12 +181,6 @@ class ContextEngine(Indexing):
             self._lock.release()
         settle()
         return True
-
-    def _serve_loaded(self, loaded: Loaded) -> None:
-        """Serve the records and postings of a snapshot this process just wrote."""
-        self._records, self._post, self._vocab = loaded.records, loaded.post, loaded.vocab
-        self._kinds = KindsOf(self._records)
-        self.lightened = True
 
     def watch(self) -> bool:
         """Follow changes as they happen, so queries in a long session apply only what changed."""

@@ -10,11 +10,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kestrel.context import whole
+from kestrel.context.compaction import Compacting
 from kestrel.context.embed import Embedder
 from kestrel.context.index_store import FileRecord, IndexStore
 from kestrel.context.inventory import Entry
 from kestrel.context.lexical import Vocabulary
-from kestrel.context.loading import Loaded, SnapshotWriter
+from kestrel.context.loading import SnapshotWriter
 from kestrel.context.postings import Postings
 from kestrel.context.rank import PathIndex
 from kestrel.context.reader import RANKED_KINDS, ReadFile, read_files
@@ -34,7 +35,7 @@ STEP_FILES = 8
 """A background read makes and applies records this many at a time, giving way between."""
 
 
-class Indexing:
+class Indexing(Compacting):
     """Reading and applying files; every method here runs under (or takes) `_lock`."""
 
     root: Path
@@ -54,7 +55,6 @@ class Indexing:
     _unsaved: int
     _path_index: PathIndex
     _turns: Turns
-    _serve_loaded: Callable[[Loaded], None]
 
     def _start_job(self, todo: Sequence[Entry]) -> None:
         job = self._job = Job(len(todo))
@@ -74,6 +74,7 @@ class Indexing:
             with self._lock:
                 if self._job is job:
                     self._job = None
+            self._maybe_compact()
 
     def _update(
         self, todo: Sequence[Entry], removed: Sequence[str], progress: Progress | None
@@ -82,7 +83,9 @@ class Indexing:
         with self._lock:
             self._drop_all(removed)
             self._pending.update(e.path for e in todo)
-            return self._read_in(todo, progress, None)
+            changed = self._read_in(todo, progress, None)
+            self._maybe_compact()
+            return changed
 
     def _drop_all(self, removed: Sequence[str]) -> None:
         if not removed:
@@ -362,6 +365,7 @@ class Indexing:
         self._track_path(record)
         self._records[record.path] = record
         self._applied.add(record.path)
+        self._changed_since_written.add(record.path)
         if self._building is not None:
             self._building.add(record.path)
 
@@ -374,6 +378,7 @@ class Indexing:
         self._track_path(record)
         self._records[record.path] = record
         self._applied.discard(record.path)
+        self._changed_since_written.add(record.path)
         if self._building is not None:
             self._building.add(record.path)
         if record.kind in RANKED_KINDS:
@@ -386,6 +391,7 @@ class Indexing:
         self._applied.discard(path)
         if self._records.pop(path, None) is None:
             return
+        self._changed_since_written.add(path)
         self._path_index.remove(path)
         if self._building is not None:
             self._building.add(path)

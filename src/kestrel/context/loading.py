@@ -44,6 +44,8 @@ class Loaded:
     from_snapshot: bool
     note: str = ""
     """Why the snapshot was not used, when one was there."""
+    changed: tuple[str, ...] = ()
+    """Paths the snapshot served does not hold as they are (decoded from the rows instead)."""
 
 
 def load_index(store: IndexStore, has_vectors: HasVectors) -> Loaded:
@@ -117,7 +119,7 @@ def _from_snapshot(store: IndexStore, path: Path, has_vectors: HasVectors) -> Lo
             records[name] = record
             if record.kind in RANKED_KINDS:
                 post.add(record, has_vectors)
-    return Loaded(records, vocab, post, True)
+    return Loaded(records, vocab, post, True, changed=tuple(changed))
 
 
 def _new_content(store: IndexStore, records: dict[str, FileRecord], logged: list[str]) -> list[str]:
@@ -222,6 +224,19 @@ class SnapshotWriter:
         self._thread = threading.Thread(
             target=_write, args=(target, job), name="kestrel-snapshot", daemon=True
         )
+        self._thread.start()
+        return True
+
+    @property
+    def busy(self) -> bool:
+        """Whether a snapshot is being written."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def run(self, work: Callable[[], None]) -> bool:
+        """Run `work` (which writes a snapshot) on the writer's thread, after what runs there;
+        `wait` waits for it too. Its own failures are its to handle: none reach the caller."""
+        self.wait()
+        self._thread = threading.Thread(target=work, name="kestrel-snapshot", daemon=True)
         self._thread.start()
         return True
 

@@ -35,6 +35,8 @@ class Postings:
         self.names = Names()
         """Definitions by short name, then by path: dropping a file touches only its names."""
         self.held: dict[str, FileRecord] = {}
+        self.source: Snapshot | None = None
+        """The snapshot these postings were restored from (None: built in memory)."""
 
     @classmethod
     def restored(
@@ -52,6 +54,7 @@ class Postings:
         out.chunks = Bm25Index.restored(exported(snapshot, "c"), chunks, k1=_K1, b=_CHUNK_B)
         out.names = Names(snapshot, files)
         out.held = {r.path: r for r in ranked if r is not None}
+        out.source = snapshot
         for slot, record in enumerate(ranked):
             if record is None:
                 path = snapshot.paths[slot]

@@ -1,0 +1,179 @@
+"""Files changed since the served snapshot are written into a new one, and served from it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from context_kit import colony_answers, colony_module, modules_repo, write
+
+import kestrel.context.compaction as compaction
+import kestrel.context.engine as engine_module
+from kestrel.context.engine import ContextEngine
+from kestrel.context.index_store import IndexStore
+
+MODULES = 40
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return modules_repo(tmp_path / "repo", MODULES, lambda i: colony_module(i, "walrus"))
+
+
+@pytest.fixture(autouse=True)
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compaction, "COMPACT_MIN_FILES", 5)
+
+
+@pytest.fixture
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths whose rows are decoded from the index (as a reopen does for changed files)."""
+    paths: list[str] = []
+    real = IndexStore.record
+
+    def counted(self: IndexStore, path: str) -> Any:
+        paths.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(IndexStore, "record", counted)
+    return paths
+
+
+def reopened(repo: Path, cache: Path) -> ContextEngine:
+    """An engine over an index built and closed before: served from its snapshot."""
+    engine = ContextEngine.open(repo, cache, workers=0)
+    engine.refresh()
+    engine.close()
+    ContextEngine.open(repo, cache, workers=0).close()  # decodes the rows, writes the snapshot
+    engine = ContextEngine.open(repo, cache, workers=0)
+    assert engine.opened_from_snapshot
+    return engine
+
+
+def rewrite(repo: Path, modules: Iterable[int], word: str) -> None:
+    write(repo, {f"app/mod_{i:02}.py": colony_module(i, word) for i in modules}, bumped=True)
+
+
+def answers(engine: ContextEngine) -> list[Any]:
+    return [*colony_answers(engine), [h.path for h in engine.search("narwhal orca").files]]
+
+
+def from_scratch(repo: Path, cache: Path) -> list[Any]:
+    engine = ContextEngine.open(repo, cache, workers=0)
+    try:
+        engine.refresh()
+        return answers(engine)
+    finally:
+        engine.close()
+
+
+def stored(engine: ContextEngine, modules: Iterable[int]) -> list[bool]:
+    """Whether each module's record is read from a snapshot (not decoded and held)."""
+    out = []
+    for i in modules:
+        record = engine.record(f"app/mod_{i:02}.py")
+        assert record is not None
+        out.append(record.snapshot_slot is not None)
+    return out
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_enough_changed_files_are_served_from_a_new_snapshot(
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    decoded: list[str],
+    background: bool,
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    rewrite(repo, range(6), "narwhal")
+    if background:
+        monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 1)
+        assert engine.refresh(wait=False).pending == 6
+    assert engine.refresh().changed == (0 if background else 6)
+    engine._snapshots.wait()
+    try:
+        assert stored(engine, range(6)) == [True] * 6
+        served = answers(engine)
+    finally:
+        engine.close()
+    assert served == from_scratch(repo, tmp_path / "scratch")
+    decoded.clear()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert again.opened_from_snapshot and decoded == []  # nothing left to decode
+        assert again.refresh().changed == 0
+        assert answers(again) == served
+    finally:
+        again.close()
+
+
+def test_a_few_changed_files_are_kept_in_memory(
+    repo: Path, tmp_path: Path, decoded: list[str]
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    rewrite(repo, range(4), "narwhal")
+    assert engine.refresh().changed == 4
+    engine._snapshots.wait()
+    assert stored(engine, range(4)) == [False] * 4
+    engine.close()
+    decoded.clear()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    assert sorted(decoded) == [f"app/mod_{i:02}.py" for i in range(4)]
+    again.close()
+
+
+def test_a_change_made_while_it_is_written_is_kept(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoded: list[str]
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    real = compaction.written_whole
+
+    def and_an_edit(*args: Any) -> Any:
+        loaded = real(*args)
+        rewrite(repo, [7], "orca")  # saved after the snapshot's point: the log has it
+        assert engine.refresh_paths(["app/mod_07.py"]) == 1
+        return loaded
+
+    monkeypatch.setattr(compaction, "written_whole", and_an_edit)
+    rewrite(repo, range(6), "narwhal")
+    assert engine.refresh().changed == 6
+    engine._snapshots.wait()
+    try:
+        assert stored(engine, [0, 7]) == [False, False]  # not swapped: the edit came after
+        served = answers(engine)
+        assert served[-1][:1] == ["app/mod_07.py"]
+    finally:
+        engine.close()
+    assert served == from_scratch(repo, tmp_path / "scratch")
+    decoded.clear()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert again.opened_from_snapshot and decoded == ["app/mod_07.py"]
+        assert answers(again) == served
+    finally:
+        again.close()
+
+
+def test_a_failed_write_leaves_the_index_serving(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    raised: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(compaction, "written_whole", broken)
+    rewrite(repo, range(6), "narwhal")
+    assert engine.refresh().changed == 6
+    engine._snapshots.wait()
+    try:
+        assert raised == [] and stored(engine, range(6)) == [False] * 6
+        assert engine.search("narwhal colony").files[0].path.startswith("app/mod_0")
+    finally:
+        engine.close()
