@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,40 @@ def test_a_failed_write_leaves_the_index_serving(
         assert engine.search("narwhal colony").files[0].path.startswith("app/mod_0")
     finally:
         engine.close()
+
+
+def test_enough_changed_while_it_is_written_make_another_due(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoded: list[str]
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    real = compaction.written_whole
+    calls: list[int] = []
+
+    def and_a_checkout(*args: Any) -> Any:
+        loaded = real(*args)
+        calls.append(1)
+        if len(calls) == 1:
+            rewrite(repo, range(10, 16), "orca")
+            assert engine.refresh().changed == 6
+        return loaded
+
+    monkeypatch.setattr(compaction, "written_whole", and_a_checkout)
+    rewrite(repo, range(6), "narwhal")
+    assert engine.refresh().changed == 6
+    deadline = time.monotonic() + 30
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    engine._snapshots.wait()
+    try:
+        assert len(calls) == 2
+        assert stored(engine, [0, 5, 10, 15]) == [True] * 4  # the second one was served
+        served = answers(engine)
+    finally:
+        engine.close()
+    decoded.clear()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert again.opened_from_snapshot and decoded == []
+        assert answers(again) == served == from_scratch(repo, tmp_path / "scratch")
+    finally:
+        again.close()

@@ -62,21 +62,26 @@ class Compacting:
         self.lightened = True
 
     def _maybe_compact(self) -> bool:
-        """Begin writing a new snapshot when enough changed since the served one (under the
-        lock, when no read is under way); True when begun."""
+        """Begin writing a new snapshot when enough changed since the last one (when no read
+        is under way); True when begun."""
         with self._lock:
-            if len(self._changed_since_written) < COMPACT_MIN_FILES or not self._quiet():
-                return False
-            if self._post.source is None or self._store.path is None or self._snapshots.busy:
-                return False
-            point = self._store.snapshot_point()  # with the records: saves hold the lock
-            if point is None:
-                return False  # another process wrote to the index: its next open sorts it out
-            before, self._changed_since_written = self._changed_since_written, set()
-            work: list[_Work] = [(dict(self._records), self._vocab, point, before)]
-            # Handed over in a list the thread empties, so that nothing keeps the records alive
-            # after the swap lets them go.
-            return self._snapshots.run(lambda: self._compact(work))
+            if self._snapshots.busy:
+                return False  # the writer takes this up when it is done
+            work = self._work_due()
+            return work is not None and self._snapshots.run(lambda: self._compact(work))
+
+    def _work_due(self) -> list[_Work] | None:
+        """Under the lock: the records to write a new snapshot of, when one is due. Handed over
+        in a list the writer empties, so that nothing keeps them alive after a swap."""
+        if len(self._changed_since_written) < COMPACT_MIN_FILES or not self._quiet():
+            return None
+        if self._post.source is None or self._store.path is None:
+            return None
+        point = self._store.snapshot_point()  # with the records: saves hold the lock
+        if point is None:
+            return None  # another process wrote to the index: its next open sorts it out
+        before, self._changed_since_written = self._changed_since_written, set()
+        return [(dict(self._records), self._vocab, point, before)]
 
     def _quiet(self) -> bool:
         """Whether every record is saved and no read or rebuild is under way."""
@@ -85,26 +90,47 @@ class Compacting:
         )
 
     def _compact(self, work: list[_Work]) -> None:
-        """On the writer's thread: write the snapshot, then serve it if nothing changed since."""
+        """On the writer's thread: write snapshots while they are due (files changed while one
+        was written may make another due), serving each when nothing changed since."""
+        while work:
+            served = self._compact_once(work)
+            if served is None or self._snapshots.joining.is_set():
+                return  # not written (tried again after the next read), or being closed
+            if served:
+                release_freed()  # the decoded records, now that nothing holds them
+                settle()
+            if not self._locked():
+                return
+            try:
+                work = self._work_due() or []
+            finally:
+                self._lock.release()
+
+    def _compact_once(self, work: list[_Work]) -> bool | None:
+        """Write one snapshot; True when it is served, None when it could not be written."""
         records, vocab, point, before = work.pop()
         try:
             loaded = written_whole(self._store, vocab, records, self._has_vectors, point)
         except Exception:  # a cache: the index serves on as it is, the next open as before
             loaded = None
-        if loaded is None:
-            with self._lock:
-                self._changed_since_written |= before  # still to be read on the next open
-            return
-        while not self._lock.acquire(timeout=0.05):
-            if self._snapshots.joining.is_set():
-                return  # whoever holds the lock is waiting for this thread
+        if not self._locked():
+            return None if loaded is None else False
         try:
+            if loaded is None:
+                self._changed_since_written |= before  # still to be read on the next open
+                return None
             same = self._quiet() and len(self._records) == len(records)
             if not same or any(self._records.get(p) is not r for p, r in records.items()):
-                return
+                return False
             self._serve_loaded(loaded)
+            return True
         finally:
             self._lock.release()
-        del records, loaded
-        release_freed()  # the decoded records, now that nothing holds them
-        settle()
+
+    def _locked(self) -> bool:
+        """Take the lock on the writer's thread; False (not taken) when whoever holds it waits
+        for this thread, as closing does."""
+        while not self._lock.acquire(timeout=0.05):
+            if self._snapshots.joining.is_set():
+                return False
+        return True
