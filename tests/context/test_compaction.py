@@ -95,7 +95,7 @@ def test_enough_changed_files_are_served_from_a_new_snapshot(
         monkeypatch.setattr(engine_module, "BACKGROUND_MIN_FILES", 1)
         assert engine.refresh(wait=False).pending == 6
     assert engine.refresh().changed == (0 if background else 6)
-    engine._snapshots.wait()
+    engine.wait_for_snapshot()
     try:
         assert stored(engine, range(6)) == [True] * 6
         served = answers(engine)
@@ -118,7 +118,7 @@ def test_a_few_changed_files_are_kept_in_memory(
     engine = reopened(repo, tmp_path / "cache")
     rewrite(repo, range(4), "narwhal")
     assert engine.refresh().changed == 4
-    engine._snapshots.wait()
+    engine.wait_for_snapshot()
     assert stored(engine, range(4)) == [False] * 4
     engine.close()
     decoded.clear()
@@ -142,7 +142,7 @@ def test_a_change_made_while_it_is_written_is_kept(
     monkeypatch.setattr(compaction, "written_whole", and_an_edit)
     rewrite(repo, range(6), "narwhal")
     assert engine.refresh().changed == 6
-    engine._snapshots.wait()
+    engine.wait_for_snapshot()
     try:
         assert stored(engine, [0, 7]) == [False, False]  # not swapped: the edit came after
         served = answers(engine)
@@ -172,7 +172,7 @@ def test_a_failed_write_leaves_the_index_serving(
     monkeypatch.setattr(compaction, "written_whole", broken)
     rewrite(repo, range(6), "narwhal")
     assert engine.refresh().changed == 6
-    engine._snapshots.wait()
+    engine.wait_for_snapshot()
     try:
         assert raised == [] and stored(engine, range(6)) == [False] * 6
         assert engine.search("narwhal colony").files[0].path.startswith("app/mod_0")
@@ -201,7 +201,7 @@ def test_enough_changed_while_it_is_written_make_another_due(
     deadline = time.monotonic() + 30
     while len(calls) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    engine._snapshots.wait()
+    engine.wait_for_snapshot()
     try:
         assert len(calls) == 2
         assert stored(engine, [0, 5, 10, 15]) == [True] * 4  # the second one was served
@@ -213,5 +213,38 @@ def test_enough_changed_while_it_is_written_make_another_due(
     try:
         assert again.opened_from_snapshot and decoded == []
         assert answers(again) == served == from_scratch(repo, tmp_path / "scratch")
+    finally:
+        again.close()
+
+
+def test_closing_stops_a_snapshot_being_written(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoded: list[str]
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    real = compaction.written_whole
+    started = threading.Event()
+
+    def until_closed(*args: Any) -> Any:
+        started.set()
+        stop = args[-1]
+        deadline = time.monotonic() + 30
+        while not stop() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return real(*args)  # asked to stop: gives up before its first column
+
+    monkeypatch.setattr(compaction, "written_whole", until_closed)
+    rewrite(repo, range(6), "narwhal")
+    assert engine.refresh().changed == 6
+    assert started.wait(30)
+    engine.close()
+    assert not engine._snapshots.busy
+    cache_files = [p.name for p in (tmp_path / "cache").rglob("*")]
+    assert not [name for name in cache_files if name.endswith(".tmp")]
+    decoded.clear()
+    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
+    try:
+        assert again.opened_from_snapshot  # the one before, and the six rows written since
+        assert sorted(decoded) == [f"app/mod_{i:02}.py" for i in range(6)]
+        assert answers(again) == from_scratch(repo, tmp_path / "scratch")
     finally:
         again.close()

@@ -128,8 +128,8 @@ def test_a_file_changed_while_the_snapshot_is_written_is_served_new(
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)
     changes: list[int] = []
 
-    def then_a_change(path: Path, data: Any) -> None:
-        real(path, data)
+    def then_a_change(path: Path, data: Any, *rest: Any) -> None:
+        real(path, data, *rest)
         if not changes:  # off the lock: the change goes ahead, and this snapshot is not served
             (repo / "app" / "mod_05.py").write_text(colony_module(5, "narwhal"))
             changes.append(engine.refresh_paths(["app/mod_05.py"]))
@@ -155,9 +155,9 @@ def test_a_background_read_serves_what_it_read_so_far_from_snapshots(
     merged: list[int] = []
     real = whole_module.write_merged
 
-    def counted(path: Path, data: Any) -> None:
+    def counted(path: Path, data: Any, *rest: Any) -> None:
         merged.append(len(data.ranked) + len(data.others))
-        real(path, data)
+        real(path, data, *rest)
 
     monkeypatch.setattr(whole_module, "write_merged", counted)
     engine = ContextEngine.open(repo, tmp_path / "cache", workers=0)

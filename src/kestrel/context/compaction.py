@@ -10,7 +10,8 @@ new one is written on the snapshot writer's thread from the stored bodies and th
 records (`kestrel.context.whole.written_whole`: no body of the old snapshot is decoded), and
 served in place of what memory holds, unless files changed meanwhile. The snapshot on disk is
 the index as saved when the write began either way, so the next open reads only what changed
-after. The write holds a few hundred megabytes while it runs (533 MB of anonymous memory at the
+after. Closing the engine stops a write under way (the next open reads those rows instead of
+waiting for it). The write holds a few hundred megabytes while it runs (533 MB of anonymous memory at the
 peak on a 104,297-file index that holds 190 MB once served; docs/benchmarks.md).
 """
 
@@ -47,6 +48,8 @@ class Compacting:
     _lock: threading.RLock
     _snapshots: SnapshotWriter
     _unsaved: int
+    _compaction_stop: threading.Event
+    """Set on closing: a snapshot being written gives up at its next column."""
     _changed_since_written: set[str]
     """Paths changed or removed since the point of the last snapshot written (or being written):
     what a reopen would read from the rows."""
@@ -74,6 +77,8 @@ class Compacting:
         """Under the lock: the records to write a new snapshot of, when one is due. Handed over
         in a list the writer empties, so that nothing keeps them alive after a swap."""
         if len(self._changed_since_written) < COMPACT_MIN_FILES or not self._quiet():
+            return None
+        if self._compaction_stop.is_set():
             return None
         if self._post.source is None or self._store.path is None:
             return None
@@ -110,7 +115,8 @@ class Compacting:
         """Write one snapshot; True when it is served, None when it could not be written."""
         records, vocab, point, before = work.pop()
         try:
-            loaded = written_whole(self._store, vocab, records, self._has_vectors, point)
+            stop = self._compaction_stop.is_set
+            loaded = written_whole(self._store, vocab, records, self._has_vectors, point, stop)
         except Exception:  # a cache: the index serves on as it is, the next open as before
             loaded = None
         if not self._locked():
@@ -134,3 +140,8 @@ class Compacting:
             if self._snapshots.joining.is_set():
                 return False
         return True
+
+    def wait_for_snapshot(self) -> None:
+        """Wait until the snapshots being written in the background, if any, are on disk (and
+        served, when nothing changed meanwhile). Not to be called holding the engine's lock."""
+        self._snapshots.wait(holding_lock=False)

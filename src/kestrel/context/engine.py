@@ -101,6 +101,7 @@ class ContextEngine(Indexing):
         self._unsaved = 0
         """Batches applied to the records and not yet saved to the index (or failed to)."""
         self._changed_since_written = set(loaded.changed)
+        self._compaction_stop = threading.Event()
         if not loaded.from_snapshot:
             # Decoded from the index's rows just now: the snapshot stands for them.
             self._snapshots.schedule(self._vocab, self._records, self._post, saved=True)
@@ -144,6 +145,7 @@ class ContextEngine(Indexing):
 
     def close(self) -> None:
         """Stop any background read, stop watching and close the index file."""
+        self._compaction_stop.set()  # a snapshot written to spare the next open some rows
         job = self._job
         if job is not None:
             job.stop.set()

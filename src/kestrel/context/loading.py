@@ -240,16 +240,20 @@ class SnapshotWriter:
         self._thread.start()
         return True
 
-    def wait(self) -> None:
-        """Wait for the snapshot being written, if any."""
+    def wait(self, *, holding_lock: bool = True) -> None:
+        """Wait for the snapshot being written, if any. `holding_lock`: the caller may hold the
+        engine's lock, which the writer then does not wait for (nor write another snapshot)."""
         thread = self._thread
         if thread is not None:
-            self.joining.set()
+            if holding_lock:
+                self.joining.set()
             try:
                 thread.join()
             finally:
-                self.joining.clear()
-            self._thread = None
+                if holding_lock:
+                    self.joining.clear()
+            if self._thread is thread:
+                self._thread = None
 
 
 def snapshot_input(

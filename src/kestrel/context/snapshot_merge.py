@@ -11,7 +11,7 @@ write of the same records, array for array.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,10 @@ from kestrel.context.snapshot_write import (
 from kestrel.context.stored_postings import stored_export
 
 
-def write_merged(path: Path, data: SnapshotInput) -> None:
+def write_merged(path: Path, data: SnapshotInput, stop: Callable[[], bool] | None = None) -> None:
     """Write the snapshot of `data`'s records, every one stored in a snapshot (its `files` and
-    `chunks` postings are ignored: built here from the stored term vectors)."""
+    `chunks` postings are ignored: built here from the stored term vectors); `stop`: see
+    `write_columns`."""
     ranked, others = runs_of(data.ranked), runs_of(data.others)
     records = [*data.ranked, *data.others]
     arrays: dict[str, Column] = dict(head_columns(records))
@@ -51,7 +52,7 @@ def write_merged(path: Path, data: SnapshotInput) -> None:
         arrays.update((f"{prefix}_{name}", column) for name, column in export.items())
     header = snapshot_header(data, len(data.ranked), totals)
     sources = list({id(run.source): run.source for run in [*ranked, *others]}.values())
-    write_columns(path, header, arrays, sources)
+    write_columns(path, header, arrays, sources, stop)
 
 
 def _column(runs: Sequence[Run], name: str, dtype: Any, rows: int | None = None) -> Joined:

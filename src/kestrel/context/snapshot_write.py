@@ -8,7 +8,7 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -79,18 +79,24 @@ def snapshot_header(data: SnapshotInput, ranked: int, totals: dict[str, float]) 
     }
 
 
+class WriteStopped(OSError):
+    """A snapshot write given up on request; the old snapshot stays."""
+
+
 def write_columns(
     path: Path,
     header: dict[str, Any],
     arrays: dict[str, Column],
     read_from: Sequence[Snapshot] = (),
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Write a snapshot's header and columns to `path`, replacing it in one rename; the pages
-    of the snapshots `read_from` (whose columns some of `arrays` are) go after each column."""
+    of the snapshots `read_from` (whose columns some of `arrays` are) go after each column.
+    `stop` is asked before each column: when it says so, WriteStopped and nothing replaced."""
     _clear_leftovers(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        _write(temp, header, arrays, read_from)
+        _write(temp, header, arrays, read_from, stop)
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
@@ -106,7 +112,11 @@ def _clear_leftovers(path: Path) -> None:
 
 
 def _write(
-    path: Path, header: dict[str, Any], arrays: dict[str, Column], read_from: Sequence[Snapshot]
+    path: Path,
+    header: dict[str, Any],
+    arrays: dict[str, Column],
+    read_from: Sequence[Snapshot],
+    stop: Callable[[], bool] | None,
 ) -> None:
     layout: dict[str, list[Any]] = {}
     at = 0
@@ -118,6 +128,8 @@ def _write(
     with path.open("wb") as out:
         out.write(MAGIC + len(text).to_bytes(8, "little") + text)
         for name, column in arrays.items():
+            if stop is not None and stop():
+                raise WriteStopped(f"{path.name}: stopped before {name}")
             out.seek(start + layout[name][2])
             if isinstance(column, Joined):
                 column.write(out)

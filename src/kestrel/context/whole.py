@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kestrel.context.index_store import IndexStore
 from kestrel.context.lexical import Bm25Index, Vocabulary
@@ -69,10 +69,12 @@ def written_whole(
     records: dict[str, FileRecord],
     has_vectors: HasVectors,
     point: tuple[str, int] | None,
+    stop: Callable[[], bool] | None = None,
 ) -> Loaded | None:
     """Write the snapshot of `records` (every record of the index, saved as it is at `point`,
     see `snapshot_input`) and read it back lazily; None when it cannot be written or read (the
-    caller builds in memory instead). Records not stored in a snapshot yet go to a part first."""
+    caller builds in memory instead), or `stop` said to give up. Records not stored in a
+    snapshot yet go to a part first."""
     if store.path is None:
         return None
     target = snapshot_path(store.path)
@@ -85,7 +87,7 @@ def written_whole(
         del stored
         data = snapshot_input(store, vocab, ranked, others, None, point)
         del ranked, others
-        write_merged(target, data)
+        write_merged(target, data, stop)
         assert data.nonce is not None
         return restored(target, data.nonce, has_vectors)
     except (SnapshotUnusable, OSError, ValueError):
