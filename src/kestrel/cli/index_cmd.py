@@ -37,6 +37,10 @@ def index_command(cwd: Cwd = None) -> None:
     root = _repository(cwd)
     with _engine(root) as engine:
         report = _refresh(engine)
+        if engine.writing_snapshot:
+            # Many files changed since the snapshot: leave a fresh one for the next open.
+            typer.echo("kestrel: saving the index snapshot ...", err=True)
+            engine.wait_for_snapshot()
     typer.echo(render_report(report, root, index_path_for(root, default_cache_dir())))
 
 

@@ -141,6 +141,11 @@ class Compacting:
                 return False
         return True
 
+    @property
+    def writing_snapshot(self) -> bool:
+        """Whether a snapshot is being written in the background."""
+        return self._snapshots.busy
+
     def wait_for_snapshot(self) -> None:
         """Wait until the snapshots being written in the background, if any, are on disk (and
         served, when nothing changed meanwhile). Not to be called holding the engine's lock."""
