@@ -14,7 +14,12 @@ from kestrel.context.postings import Postings
 from kestrel.context.rank import PathIndex
 from kestrel.context.record import FileRecord, prefetch_definitions
 from kestrel.context.snapshot import Snapshot
-from kestrel.context.snapshot_write import SnapshotInput, write_snapshot
+from kestrel.context.snapshot_write import (
+    SnapshotInput,
+    string_columns,
+    vocab_columns,
+    write_snapshot,
+)
 
 WORDS = [f"w{n}" for n in range(40)]
 
@@ -172,3 +177,30 @@ def test_path_lookups_match_by_trailing_components() -> None:
     index.add("q/b/__init__.py")
     assert index.lookup("b/__init__.py") == ["c/b/__init__.py", "q/b/__init__.py"]
     assert index.lookup("") == []
+
+
+@pytest.mark.parametrize("added", [[], ["later"], ["later", "w3x", "ünïcode", "more"]])
+def test_a_stored_vocabulary_is_written_as_its_terms_would_be(
+    tmp_path: Path, added: list[str]
+) -> None:
+    snapshot, _, built = snapshot_of(tmp_path)
+    vocab = Vocabulary(added, stored=snapshot.vocab)
+    frozen = vocab.frozen()
+    assert list(frozen) == vocab.all_terms() == [*built.all_terms(), *added]
+    fast = vocab_columns(frozen)
+    slow = string_columns("vocab", vocab.all_terms())
+    assert fast.keys() == slow.keys()
+    for name in slow:
+        assert fast[name].dtype == slow[name].dtype, name
+        assert np.array_equal(fast[name], slow[name]), name
+    vocab.intern("newest")
+    assert list(frozen)[-1:] == (added or built.all_terms())[-1:]  # frozen: no later term
+
+
+def test_an_empty_stored_vocabulary_is_written_as_its_added_terms(tmp_path: Path) -> None:
+    path = tmp_path / "empty.snap"
+    empty = Bm25Index().export()
+    write_snapshot(path, SnapshotInput("tok", None, [], [], [], empty, empty))
+    vocab = Vocabulary(["one", "two"], stored=Snapshot(path).vocab)
+    fast, slow = vocab_columns(vocab.frozen()), string_columns("vocab", ["one", "two"])
+    assert all(np.array_equal(fast[name], slow[name]) for name in slow)

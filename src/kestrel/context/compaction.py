@@ -11,8 +11,9 @@ records (`kestrel.context.whole.written_whole`: no body of the old snapshot is d
 served in place of what memory holds, unless files changed meanwhile. The snapshot on disk is
 the index as saved when the write began either way, so the next open reads only what changed
 after. Closing the engine stops a write under way (the next open reads those rows instead of
-waiting for it). The write holds a few hundred megabytes while it runs (533 MB of anonymous memory at the
-peak on a 104,297-file index that holds 190 MB once served; docs/benchmarks.md).
+waiting for it), and queries go first between its steps (`kestrel.context.turns`). The write
+holds several hundred megabytes while it runs (at 250,481 files, 28 s of the writer's thread and
+about 920 MB of anonymous memory at the peak, against 215 MB once served; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from kestrel.context.lexical import Vocabulary
 from kestrel.context.loading import Loaded, SnapshotWriter
 from kestrel.context.postings import Postings
 from kestrel.context.record import KindsOf
-from kestrel.context.turns import Job, release_freed, settle
+from kestrel.context.turns import Job, Turns, release_freed, settle
 from kestrel.context.whole import written_whole
 
 COMPACT_MIN_FILES = 500
@@ -48,6 +49,7 @@ class Compacting:
     _lock: threading.RLock
     _snapshots: SnapshotWriter
     _unsaved: int
+    _turns: Turns
     _compaction_stop: threading.Event
     """Set on closing: a snapshot being written gives up at its next column."""
     _changed_since_written: set[str]
@@ -115,8 +117,8 @@ class Compacting:
         """Write one snapshot; True when it is served, None when it could not be written."""
         records, vocab, point, before = work.pop()
         try:
-            stop = self._compaction_stop.is_set
-            loaded = written_whole(self._store, vocab, records, self._has_vectors, point, stop)
+            step = self._between_steps
+            loaded = written_whole(self._store, vocab, records, self._has_vectors, point, step)
         except Exception:  # a cache: the index serves on as it is, the next open as before
             loaded = None
         if not self._locked():
@@ -132,6 +134,11 @@ class Compacting:
             return True
         finally:
             self._lock.release()
+
+    def _between_steps(self) -> bool:
+        """Between steps of a write: queries go first; True when the write is to stop."""
+        self._turns.give_way()
+        return self._compaction_stop.is_set()
 
     def _locked(self) -> bool:
         """Take the lock on the writer's thread; False (not taken) when whoever holds it waits

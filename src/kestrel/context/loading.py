@@ -271,7 +271,7 @@ def snapshot_input(
     data = SnapshotInput(
         token=store.token,
         embedder=store.embedder,
-        terms=vocab.all_terms(),
+        terms=vocab.frozen(),
         ranked=ranked,
         others=others,
         files=None if exports is None else _copied(exports[0]),

@@ -74,6 +74,10 @@ class StringTable:
         """Where each string starts in the joined blob (one past the end, last)."""
         return self._at
 
+    def columns(self) -> tuple[Array, Array, Array, Array]:
+        """The joined strings, their starts, their sorted CRC-32s and the ids in that order."""
+        return self._blob, self._at, self._hashes, self._order
+
     def term(self, string_id: int) -> str:
         """The string with a stored id."""
         return self._bytes(string_id).decode()

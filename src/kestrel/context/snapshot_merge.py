@@ -23,13 +23,18 @@ from kestrel.context.snapshot_write import (
     Column,
     Joined,
     SnapshotInput,
+    WriteStopped,
     head_columns,
     snapshot_header,
     starts_of,
     string_columns,
+    vocab_columns,
     write_columns,
 )
 from kestrel.context.stored_postings import stored_export
+
+_NAMES_PER_STEP = 4096
+"""Names given ids between two calls of a write's `stop`."""
 
 
 def write_merged(path: Path, data: SnapshotInput, stop: Callable[[], bool] | None = None) -> None:
@@ -41,8 +46,8 @@ def write_merged(path: Path, data: SnapshotInput, stop: Callable[[], bool] | Non
     arrays: dict[str, Column] = dict(head_columns(records))
     del records
     arrays.update(_bodies([*ranked, *others]))
-    arrays.update(_definitions(ranked))
-    arrays.update(string_columns("vocab", data.terms))
+    arrays.update(_definitions(ranked, stop))
+    arrays.update(vocab_columns(data.terms))
     totals: dict[str, float] = {}
     for prefix, at, ids, tfs, runs in (
         ("f", "terms_at", "term_ids", "term_tfs", ranked),
@@ -94,10 +99,13 @@ def _bodies(runs: list[Run]) -> dict[str, Column]:
     return out
 
 
-def _definitions(ranked: list[Run]) -> dict[str, Column]:
-    """The ranked records' definitions, their names given ids in the order first met."""
+def _definitions(ranked: list[Run], stop: Callable[[], bool] | None = None) -> dict[str, Column]:
+    """The ranked records' definitions, their names given ids in the order first met. `stop`
+    is called every few thousand names (a million of them at 250,000 files): see
+    `write_columns`."""
     names: dict[str, int] = {}
     parts: list[Array] = []
+    done = 0
     for run in (r.inner("def_at") for r in ranked):
         ids = run.source.array("d_name")[run.lo : run.hi]
         if not len(ids):
@@ -107,6 +115,11 @@ def _definitions(ranked: list[Run]) -> dict[str, Column]:
         for local in met[np.argsort(first, kind="stable")].tolist():
             lookup[local] = names.setdefault(run.source.names.term(local), len(names))
         parts.append(lookup[ids])
+        done += len(met)
+        if stop is not None and done >= _NAMES_PER_STEP:
+            done = 0
+            if stop():
+                raise WriteStopped("the snapshot write was stopped")
     d_name = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     defs = [r.inner("def_at") for r in ranked]
     out: dict[str, Column] = dict(string_columns("names", list(names)))

@@ -19,7 +19,8 @@ from kestrel.context.index_store import symbols_json
 from kestrel.context.lexical import Bm25Export
 from kestrel.context.model import FILE_KINDS
 from kestrel.context.record import FileRecord
-from kestrel.context.snapshot import ALIGN, MAGIC, SNAPSHOT_FORMAT, Array, Snapshot
+from kestrel.context.snapshot import ALIGN, MAGIC, SNAPSHOT_FORMAT, Array, Snapshot, StringTable
+from kestrel.context.vocab import StoredThenAdded
 
 _LEFTOVER_S = 3600
 """A temporary snapshot file this old was left by a process that ended while writing it."""
@@ -53,7 +54,7 @@ def write_snapshot(path: Path, data: SnapshotInput) -> None:
     arrays: dict[str, Column] = dict(head_columns(records))
     arrays.update(_bodies(records))
     arrays.update(_definitions(data.ranked))
-    arrays.update(string_columns("vocab", data.terms))
+    arrays.update(vocab_columns(data.terms))
     assert data.files is not None and data.chunks is not None
     for prefix, export in (("f", data.files), ("c", data.chunks)):
         for name, column in export.arrays().items():
@@ -92,7 +93,9 @@ def write_columns(
 ) -> None:
     """Write a snapshot's header and columns to `path`, replacing it in one rename; the pages
     of the snapshots `read_from` (whose columns some of `arrays` are) go after each column.
-    `stop` is asked before each column: when it says so, WriteStopped and nothing replaced."""
+    `stop` is called between steps (each column, each few thousand parts of a joined one): it
+    may wait meanwhile (for queries to end), and when it says to stop, WriteStopped is raised
+    and nothing replaced."""
     _clear_leftovers(path)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -128,11 +131,10 @@ def _write(
     with path.open("wb") as out:
         out.write(MAGIC + len(text).to_bytes(8, "little") + text)
         for name, column in arrays.items():
-            if stop is not None and stop():
-                raise WriteStopped(f"{path.name}: stopped before {name}")
+            _step(stop)
             out.seek(start + layout[name][2])
             if isinstance(column, Joined):
-                column.write(out)
+                column.write(out, stop)
             else:
                 out.write(np.ascontiguousarray(column).data)
             for snapshot in read_from:
@@ -142,6 +144,36 @@ def _write(
 
 _KINDS = ["class", "function", "method", "interface", "struct", "enum", "trait", "type"]
 _KINDS += ["module", "constant"]
+
+
+def vocab_columns(terms: Sequence[str]) -> dict[str, Array]:
+    """The vocabulary's string columns; a vocabulary kept in a snapshot's table has its columns
+    extended, not its terms decoded (1.47 million of them, and encoded again, held the
+    interpreter for half a second while queries waited)."""
+    if isinstance(terms, StoredThenAdded) and isinstance(terms.stored, StringTable):
+        return _extended("vocab", terms.stored, terms.added)
+    return string_columns("vocab", terms)
+
+
+def _extended(prefix: str, table: StringTable, added: Sequence[str]) -> dict[str, Array]:
+    """`string_columns` of the table's strings then `added`, from the table's columns."""
+    if not table.count:
+        return string_columns(prefix, added)
+    blob, at, hashes, order = table.columns()
+    tail = string_columns(prefix, added)
+    by_id = np.empty(table.count, dtype=np.uint32)
+    by_id[order] = hashes
+    added_by_id = np.empty(len(added), dtype=np.uint32)
+    added_by_id[tail[f"{prefix}_order"]] = tail[f"{prefix}_hash"]
+    every = np.concatenate([by_id, added_by_id])
+    every_order = np.argsort(every, kind="stable").astype(np.int32)
+    joined = [blob, np.zeros(1, np.uint8), tail[prefix]] if len(added) else [blob]
+    return {
+        prefix: np.concatenate(joined),
+        f"{prefix}_at": np.concatenate([at, at[-1] + tail[f"{prefix}_at"][1:]]),
+        f"{prefix}_hash": every[every_order],
+        f"{prefix}_order": every_order,
+    }
 
 
 def string_columns(prefix: str, terms: Sequence[str]) -> dict[str, Array]:
@@ -196,7 +228,7 @@ class Joined:
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
-    def write(self, out: BinaryIO) -> None:
+    def write(self, out: BinaryIO, stop: Callable[[], bool] | None = None) -> None:
         # Joined a few thousand parts at a time, never exporting a part's own buffer: numpy
         # keeps a small note of each export for as long as the array lives, and the parts
         # live as long as the index (2 x 36 bytes for each of millions of chunk vectors).
@@ -204,12 +236,19 @@ class Joined:
         for part in self.parts:
             if part.nbytes >= _BIG_PART:  # a mapped column's run: never copied whole
                 _flush(out, group, self.dtype)
+                _step(stop)
                 out.write(np.ascontiguousarray(part.astype(self.dtype, copy=False)).data)
             elif len(part):
                 group.append(part)
                 if len(group) == _GROUP:
                     _flush(out, group, self.dtype)
+                    _step(stop)
         _flush(out, group, self.dtype)
+
+
+def _step(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise WriteStopped("the snapshot write was stopped")
 
 
 def _flush(out: BinaryIO, group: list[Array], dtype: np.dtype[Any]) -> None:

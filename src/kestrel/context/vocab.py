@@ -31,12 +31,20 @@ class StoredTerms(Protocol):
         ...
 
 
-class _Terms(Sequence[str]):
+class StoredThenAdded(Sequence[str]):
     """The stored terms, then the ones added since."""
 
     def __init__(self, stored: StoredTerms, added: list[str]) -> None:
         self._stored = stored
         self._added = added
+
+    @property
+    def stored(self) -> StoredTerms:
+        return self._stored
+
+    @property
+    def added(self) -> list[str]:
+        return self._added
 
     def __len__(self) -> int:
         return self._stored.count + len(self._added)
@@ -89,12 +97,19 @@ class Vocabulary:
     def terms(self) -> Sequence[str]:
         """Every term, by id."""
         stored = self._stored
-        return self._added if stored is None else _Terms(stored, self._added)
+        return self._added if stored is None else StoredThenAdded(stored, self._added)
 
     def all_terms(self) -> list[str]:
         """Every term, by id, as a new list."""
         stored = self._stored
         return list(self._added) if stored is None else [*stored.all(), *self._added]
+
+    def frozen(self) -> Sequence[str]:
+        """Every term, by id, as they are now: a vocabulary opened from a snapshot keeps its
+        stored terms there (decoding 1.47 million of them held the interpreter 0.2 s)."""
+        with self._lock:  # not between the two halves of `_load`
+            stored, added = self._stored, list(self._added)
+        return added if stored is None else StoredThenAdded(stored, added)
 
     def __len__(self) -> int:
         stored = self._stored
