@@ -248,3 +248,28 @@ def test_closing_stops_a_snapshot_being_written(
         assert answers(again) == from_scratch(repo, tmp_path / "scratch")
     finally:
         again.close()
+
+
+def test_a_write_waits_while_a_refresh_holds_the_engine(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = reopened(repo, tmp_path / "cache")
+    real = compaction.written_whole
+    written = threading.Event()
+
+    def noted(*args: Any) -> Any:
+        loaded = real(*args)
+        written.set()
+        return loaded
+
+    monkeypatch.setattr(compaction, "written_whole", noted)
+    rewrite(repo, range(6), "narwhal")
+    try:
+        with engine._lock:  # as a refresh reading a checkout holds it
+            assert engine.refresh().changed == 6  # begins the write, which waits for the lock
+            assert not written.wait(0.5)  # time enough to write 40 files, were it not waiting
+        assert written.wait(30)
+        engine.wait_for_snapshot()
+        assert stored(engine, range(6)) == [True] * 6
+    finally:
+        engine.close()
