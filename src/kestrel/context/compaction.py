@@ -11,9 +11,9 @@ records (`kestrel.context.whole.written_whole`: no body of the old snapshot is d
 served in place of what memory holds, unless files changed meanwhile. The snapshot on disk is
 the index as saved when the write began either way, so the next open reads only what changed
 after. Closing the engine stops a write under way (the next open reads those rows instead of
-waiting for it), and queries go first between its steps (`kestrel.context.turns`). The write
-holds several hundred megabytes while it runs (at 250,481 files, 28 s of the writer's thread and
-about 920 MB of anonymous memory at the peak, against 215 MB once served; docs/benchmarks.md).
+waiting for it), and queries, refreshes and background reads go first between its steps. At
+250,481 files the write takes 28-30 s of the writer's thread and about 830 MB of anonymous
+memory at the peak, against 215 MB once served (docs/benchmarks.md).
 """
 
 from __future__ import annotations
