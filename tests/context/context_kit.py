@@ -8,6 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kestrel.context.index_store import IndexStore
+
 
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
@@ -77,3 +81,17 @@ def assert_colonies_keep_working(engine: Any, repo: Path) -> None:
     (repo / "app" / "mod_03.py").write_text(colony_module(3, "narwhal"))
     assert engine.refresh_paths(["app/mod_03.py"]) == 1
     assert [h.path for h in engine.search("narwhal colony").files][:1] == ["app/mod_03.py"]
+
+
+def decoded_rows(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths whose rows the index decodes whole from now on (as a reopen decodes the files
+    its snapshot does not hold as they are)."""
+    paths: list[str] = []
+    real = IndexStore.record
+
+    def counted(self: IndexStore, path: str) -> Any:
+        paths.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(IndexStore, "record", counted)
+    return paths

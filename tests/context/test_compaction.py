@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from context_kit import colony_answers, colony_module, modules_repo, write
+from context_kit import colony_answers, colony_module, decoded_rows, modules_repo, write
 
 import kestrel.context.compaction as compaction
 import kestrel.context.engine as engine_module
 from kestrel.context.engine import ContextEngine
-from kestrel.context.index_store import IndexStore
 
 MODULES = 40
 
@@ -31,16 +30,7 @@ def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths whose rows are decoded from the index (as a reopen does for changed files)."""
-    paths: list[str] = []
-    real = IndexStore.record
-
-    def counted(self: IndexStore, path: str) -> Any:
-        paths.append(path)
-        return real(self, path)
-
-    monkeypatch.setattr(IndexStore, "record", counted)
-    return paths
+    return decoded_rows(monkeypatch)
 
 
 def reopened(repo: Path, cache: Path) -> ContextEngine:
@@ -69,6 +59,20 @@ def from_scratch(repo: Path, cache: Path) -> list[Any]:
         return answers(engine)
     finally:
         engine.close()
+
+
+def reopen_decoding(repo: Path, cache: Path, decoded: list[str]) -> tuple[list[str], list[Any]]:
+    """A fresh open of the index: the rows it decoded (sorted) and its answers, once up to
+    date (its snapshot served it, and nothing on disk had changed since it was closed)."""
+    decoded.clear()
+    again = ContextEngine.open(repo, cache, workers=0)
+    try:
+        assert again.opened_from_snapshot
+        rows = sorted(decoded)
+        assert again.refresh().changed == 0
+        return rows, answers(again)
+    finally:
+        again.close()
 
 
 def stored(engine: ContextEngine, modules: Iterable[int]) -> list[bool]:
@@ -102,14 +106,8 @@ def test_enough_changed_files_are_served_from_a_new_snapshot(
     finally:
         engine.close()
     assert served == from_scratch(repo, tmp_path / "scratch")
-    decoded.clear()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        assert again.opened_from_snapshot and decoded == []  # nothing left to decode
-        assert again.refresh().changed == 0
-        assert answers(again) == served
-    finally:
-        again.close()
+    rows, again = reopen_decoding(repo, tmp_path / "cache", decoded)
+    assert rows == [] and again == served  # nothing left to decode
 
 
 def test_a_few_changed_files_are_kept_in_memory(
@@ -121,10 +119,8 @@ def test_a_few_changed_files_are_kept_in_memory(
     engine.wait_for_snapshot()
     assert stored(engine, range(4)) == [False] * 4
     engine.close()
-    decoded.clear()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    assert sorted(decoded) == [f"app/mod_{i:02}.py" for i in range(4)]
-    again.close()
+    rows, _ = reopen_decoding(repo, tmp_path / "cache", decoded)
+    assert rows == [f"app/mod_{i:02}.py" for i in range(4)]
 
 
 def test_a_change_made_while_it_is_written_is_kept(
@@ -150,13 +146,8 @@ def test_a_change_made_while_it_is_written_is_kept(
     finally:
         engine.close()
     assert served == from_scratch(repo, tmp_path / "scratch")
-    decoded.clear()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        assert again.opened_from_snapshot and decoded == ["app/mod_07.py"]
-        assert answers(again) == served
-    finally:
-        again.close()
+    rows, again = reopen_decoding(repo, tmp_path / "cache", decoded)
+    assert rows == ["app/mod_07.py"] and again == served
 
 
 def test_a_failed_write_leaves_the_index_serving(
@@ -208,13 +199,8 @@ def test_enough_changed_while_it_is_written_make_another_due(
         served = answers(engine)
     finally:
         engine.close()
-    decoded.clear()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        assert again.opened_from_snapshot and decoded == []
-        assert answers(again) == served == from_scratch(repo, tmp_path / "scratch")
-    finally:
-        again.close()
+    rows, again = reopen_decoding(repo, tmp_path / "cache", decoded)
+    assert rows == [] and again == served == from_scratch(repo, tmp_path / "scratch")
 
 
 def test_closing_stops_a_snapshot_being_written(
@@ -240,14 +226,10 @@ def test_closing_stops_a_snapshot_being_written(
     assert not engine._snapshots.busy
     cache_files = [p.name for p in (tmp_path / "cache").rglob("*")]
     assert not [name for name in cache_files if name.endswith(".tmp")]
-    decoded.clear()
-    again = ContextEngine.open(repo, tmp_path / "cache", workers=0)
-    try:
-        assert again.opened_from_snapshot  # the one before, and the six rows written since
-        assert sorted(decoded) == [f"app/mod_{i:02}.py" for i in range(6)]
-        assert answers(again) == from_scratch(repo, tmp_path / "scratch")
-    finally:
-        again.close()
+    # The snapshot before, and the six rows written since.
+    rows, again = reopen_decoding(repo, tmp_path / "cache", decoded)
+    assert rows == [f"app/mod_{i:02}.py" for i in range(6)]
+    assert again == from_scratch(repo, tmp_path / "scratch")
 
 
 def test_a_write_waits_while_a_refresh_holds_the_engine(

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from context_kit import committed_repo
+from context_kit import committed_repo, decoded_rows
 from test_index_reopen import (
     FILES,
     answers,
@@ -177,14 +177,7 @@ def test_a_file_changed_and_changed_back_keeps_its_stored_body(
     write(repo, {"shop/cart.py": FILES["shop/cart.py"]})  # ...and back
     engine.refresh()
     engine.close()
-    decoded: list[str] = []
-    real = IndexStore.record
-
-    def counted(self: IndexStore, path: str) -> object:
-        decoded.append(path)
-        return real(self, path)
-
-    monkeypatch.setattr(IndexStore, "record", counted)
+    decoded = decoded_rows(monkeypatch)
     engine = ContextEngine.open(repo, cache)
     assert engine.opened_from_snapshot and decoded == []
     cart = engine.record("shop/cart.py")
