@@ -154,6 +154,7 @@ def test_a_failed_write_leaves_the_index_serving(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = reopened(repo, tmp_path / "cache")
+    real = compaction.written_whole
     raised: list[Any] = []
     monkeypatch.setattr(threading, "excepthook", raised.append)
 
@@ -167,6 +168,16 @@ def test_a_failed_write_leaves_the_index_serving(
     try:
         assert raised == [] and stored(engine, range(6)) == [False] * 6
         assert engine.search("narwhal colony").files[0].path.startswith("app/mod_0")
+        monkeypatch.setattr(compaction, "written_whole", real)
+        rewrite(repo, [20], "orca")
+        assert engine.refresh().changed == 1
+        assert not engine.writing_snapshot  # not tried again after every read...
+        engine.wait_for_snapshot()
+        assert stored(engine, [0, 20]) == [False, False]
+        rewrite(repo, range(30, 35), "orca")
+        assert engine.refresh().changed == 5
+        engine.wait_for_snapshot()  # ...but once as many more files changed
+        assert stored(engine, [0, 20, 30]) == [True] * 3
     finally:
         engine.close()
 

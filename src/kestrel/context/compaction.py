@@ -56,6 +56,9 @@ class Compacting:
     _turns: Turns
     _compaction_stop: threading.Event
     """Set on closing: a snapshot being written gives up at its next column."""
+    _failed_at = 0
+    """How many changed files there were when a write last failed (a full disk, say): the next
+    is tried once `COMPACT_MIN_FILES` more have changed, not after every read."""
     _changed_since_written: set[str]
     """Paths changed or removed since the point of the last snapshot written (or being written):
     what a reopen would read from the rows."""
@@ -82,7 +85,8 @@ class Compacting:
     def _work_due(self) -> list[_Work] | None:
         """Under the lock: the records to write a new snapshot of, when one is due. Handed over
         in a list the writer empties, so that nothing keeps them alive after a swap."""
-        if len(self._changed_since_written) < COMPACT_MIN_FILES or not self._quiet():
+        due = len(self._changed_since_written) - self._failed_at >= COMPACT_MIN_FILES
+        if not due or not self._quiet():
             return None
         if self._compaction_stop.is_set():
             return None
@@ -91,7 +95,7 @@ class Compacting:
         point = self._store.snapshot_point()  # with the records: saves hold the lock
         if point is None:
             return None  # another process wrote to the index: its next open sorts it out
-        before, self._changed_since_written = self._changed_since_written, set()
+        before, self._changed_since_written, self._failed_at = self._changed_since_written, set(), 0
         return [(dict(self._records), self._vocab, point, before)]
 
     def _quiet(self) -> bool:
@@ -130,6 +134,7 @@ class Compacting:
         try:
             if loaded is None:
                 self._changed_since_written |= before  # still to be read on the next open
+                self._failed_at = len(self._changed_since_written)
                 return None
             same = self._quiet() and len(self._records) == len(records)
             if not same or any(self._records.get(p) is not r for p, r in records.items()):
