@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-from kestrel.context.snapshot_write import Joined
+from kestrel.context.snapshot_write import Joined, write_columns
 
 
 def written(column: Joined, path: Path) -> bytes:
@@ -43,3 +46,25 @@ def test_writing_leaves_nothing_behind_per_part(tmp_path: Path) -> None:
         tracemalloc.stop()
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert grown < 200_000  # one note per part would be 3.6 MB
+
+
+def test_a_dead_writers_temporary_files_go_at_once(tmp_path: Path) -> None:
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead = int(gone.stdout)  # a process that has ended: its id is free (or another's, kept)
+    live = os.getppid()  # alive: whoever started these tests
+    names = {
+        f".postings.snap.{dead}.tmp": False,
+        f".postings.snap.part-{dead}-3.tmp": False,
+        f".postings.snap.{live}.tmp": True,  # its writer may still be writing it
+        ".postings.snap.unnamed.tmp": True,  # not named by this code: the age limit decides
+    }
+    for name in names:
+        (tmp_path / name).write_bytes(b"partial")
+    write_columns(tmp_path / "postings.snap", {"format": 0}, {"a": np.arange(3)})
+    assert {name: (tmp_path / name).exists() for name in names} == names
+    assert (tmp_path / "postings.snap").is_file()

@@ -6,6 +6,7 @@ import array
 import contextlib
 import json
 import os
+import re
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,9 @@ from kestrel.context.record import FileRecord
 from kestrel.context.snapshot import ALIGN, MAGIC, SNAPSHOT_FORMAT, Array, Snapshot, StringTable
 from kestrel.context.vocab import StoredThenAdded
 
+_WRITER_PID = re.compile(r"\.(?:part-)?(\d+)(?:-\d+)?\.tmp$")
+"""The writer's process id in a temporary snapshot's name (`.NAME.PID.tmp`, or
+`.NAME.part-PID-N.tmp` for the parts of a big read)."""
 _LEFTOVER_S = 3600
 """A temporary snapshot file this old was left by a process that ended while writing it."""
 
@@ -106,12 +110,31 @@ def write_columns(
 
 
 def _clear_leftovers(path: Path) -> None:
-    """Remove what a process that ended while writing left behind (a writer is a thread)."""
+    """Remove what a process that ended while writing left behind (a writer is a thread): at
+    once when no process has its id any more (a snapshot of 250,000 files is gigabytes), else
+    when it is old."""
     old = time.time() - _LEFTOVER_S
     for leftover in path.parent.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(OSError):
-            if leftover.stat().st_mtime < old:
+            if not _writer_alive(leftover.name) or leftover.stat().st_mtime < old:
                 leftover.unlink()
+
+
+def _writer_alive(name: str) -> bool:
+    """Whether the process whose id a temporary file's name holds may still be writing it."""
+    found = _WRITER_PID.search(name)
+    if found is None:
+        return True  # not named by this code: left to the age limit
+    pid = int(found.group(1))
+    if pid == os.getpid():
+        return True  # another thread of this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, another user's
+    return True
 
 
 def _write(
