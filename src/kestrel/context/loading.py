@@ -32,6 +32,8 @@ MAX_CHANGED_SHARE = 0.1
 """A snapshot missing more than this share of the files (and `MAX_CHANGED_FILES`) is not used:
 building whole then costs about as much, and leaves a fresh snapshot."""
 MAX_CHANGED_FILES = 500
+_LAZY_BLOCK = 16_384
+"""Lazy records made between two calls of `restored`'s `between`."""
 
 
 @dataclass(slots=True)
@@ -302,23 +304,34 @@ def _write(target: Path, job: list[tuple[SnapshotInput, Callable[[], bool] | Non
         release_freed()  # now that nothing here holds the records either
 
 
-def _lazy_records(snapshot: Snapshot, heads: list[Head], path: Path) -> dict[str, FileRecord]:
-    """The snapshot's records by path, each decoded when first read."""
-    made = map(FileRecord.lazy, heads, repeat(snapshot), range(len(heads)))
-    records = dict(zip(snapshot.paths, made, strict=True))
+def _lazy_records(
+    snapshot: Snapshot, heads: list[Head], path: Path, between: Callable[[], object] | None = None
+) -> dict[str, FileRecord]:
+    """The snapshot's records by path, each decoded when first read; `between` is called
+    between blocks of them (a background writer gives way to queries there)."""
+    records: dict[str, FileRecord] = {}
+    paths = snapshot.paths
+    for lo in range(0, len(heads), _LAZY_BLOCK):
+        hi = min(lo + _LAZY_BLOCK, len(heads))
+        made = map(FileRecord.lazy, heads[lo:hi], repeat(snapshot), range(lo, hi))
+        records.update(zip(paths[lo:hi], made, strict=True))
+        if between is not None:
+            between()
     if len(records) != len(heads):
         raise SnapshotUnusable(f"{path.name} holds a path twice")
     return records
 
 
-def restored(path: Path, nonce: str, has_vectors: HasVectors) -> Loaded:
+def restored(
+    path: Path, nonce: str, has_vectors: HasVectors, between: Callable[[], object] | None = None
+) -> Loaded:
     """The records and postings of the snapshot this process just wrote (named `nonce`: another
     process may have renamed its own over it since), read lazily as a reopen would."""
     snapshot = Snapshot(path)
     heads = snapshot.heads()
     if snapshot.nonce != nonce or heads is None:
         raise SnapshotUnusable(f"{path.name} is not the one just written")
-    records = _lazy_records(snapshot, heads, path)
+    records = _lazy_records(snapshot, heads, path, between)
     ranked = [records.get(p) for p in snapshot.paths[: snapshot.ranked]]
     post = Postings.restored(snapshot, ranked, has_vectors)
     return Loaded(records, Vocabulary((), stored=snapshot.vocab), post, True)

@@ -23,7 +23,7 @@ from kestrel.context.snapshot_write import (
     Column,
     Joined,
     SnapshotInput,
-    WriteStopped,
+    between_steps,
     head_columns,
     snapshot_header,
     starts_of,
@@ -42,10 +42,12 @@ def write_merged(path: Path, data: SnapshotInput, stop: Callable[[], bool] | Non
     `chunks` postings are ignored: built here from the stored term vectors); `stop`: see
     `write_columns`."""
     ranked, others = runs_of(data.ranked), runs_of(data.others)
+    between_steps(stop)
     records = [*data.ranked, *data.others]
     arrays: dict[str, Column] = dict(head_columns(records))
     del records
-    arrays.update(_bodies([*ranked, *others]))
+    between_steps(stop)
+    arrays.update(_bodies([*ranked, *others], stop))
     arrays.update(_definitions(ranked, stop))
     arrays.update(vocab_columns(data.terms))
     totals: dict[str, float] = {}
@@ -53,6 +55,7 @@ def write_merged(path: Path, data: SnapshotInput, stop: Callable[[], bool] | Non
         ("f", "terms_at", "term_ids", "term_tfs", ranked),
         ("c", "chunk_terms_at", "chunk_ids", "chunk_tfs", [r.inner("chunks_at") for r in ranked]),
     ):
+        between_steps(stop)
         export, totals[prefix] = stored_export(runs, at, ids, tfs)
         arrays.update((f"{prefix}_{name}", column) for name, column in export.items())
     header = snapshot_header(data, len(data.ranked), totals)
@@ -74,17 +77,20 @@ def _csr(runs: Sequence[Run], at: str, name: str, dtype: Any) -> tuple[Array, Jo
     return starts, _column([r.inner(at) for r in runs], name, dtype, int(starts[-1]))
 
 
-def _bodies(runs: list[Run]) -> dict[str, Column]:
+def _bodies(runs: list[Run], stop: Callable[[], bool] | None = None) -> dict[str, Column]:
     out: dict[str, Column] = {}
     out["terms_at"], out["term_ids"] = _csr(runs, "terms_at", "term_ids", np.int32)
     out["term_tfs"] = _csr(runs, "terms_at", "term_tfs", np.float32)[1]
+    between_steps(stop)  # each of these is a pass over every run: thousands after a checkout
     chunks = [run.inner("chunks_at") for run in runs]
     out["chunks_at"] = starts_of(sizes_of(runs, "chunks_at"))
     out["chunk_terms_at"], out["chunk_ids"] = _csr(chunks, "chunk_terms_at", "chunk_ids", np.int32)
     out["chunk_tfs"] = _csr(chunks, "chunk_terms_at", "chunk_tfs", np.float32)[1]
+    between_steps(stop)
     out["has_symbols"] = _column(runs, "has_symbols", np.uint8)
     out["symbols_at"], out["symbols"] = _csr(runs, "symbols_at", "symbols", np.uint8)
     out["has_vectors"] = _column(runs, "has_vectors", np.uint8)
+    between_steps(stop)
     out["vectors_at"] = starts = starts_of(sizes_of(runs, "vectors_at"))
     dims = {r.source.array("vectors").shape[1] for r in runs if int(starts[-1])}
     dims.discard(0)
@@ -116,10 +122,9 @@ def _definitions(ranked: list[Run], stop: Callable[[], bool] | None = None) -> d
             lookup[local] = names.setdefault(run.source.names.term(local), len(names))
         parts.append(lookup[ids])
         done += len(met)
-        if stop is not None and done >= _NAMES_PER_STEP:
+        if done >= _NAMES_PER_STEP:
             done = 0
-            if stop():
-                raise WriteStopped("the snapshot write was stopped")
+            between_steps(stop)
     d_name = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     defs = [r.inner("def_at") for r in ranked]
     out: dict[str, Column] = dict(string_columns("names", list(names)))

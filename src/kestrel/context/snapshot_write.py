@@ -154,7 +154,7 @@ def _write(
     with path.open("wb") as out:
         out.write(MAGIC + len(text).to_bytes(8, "little") + text)
         for name, column in arrays.items():
-            _step(stop)
+            between_steps(stop)
             out.seek(start + layout[name][2])
             if isinstance(column, Joined):
                 column.write(out, stop)
@@ -259,17 +259,18 @@ class Joined:
         for part in self.parts:
             if part.nbytes >= _BIG_PART:  # a mapped column's run: never copied whole
                 _flush(out, group, self.dtype)
-                _step(stop)
+                between_steps(stop)
                 out.write(np.ascontiguousarray(part.astype(self.dtype, copy=False)).data)
             elif len(part):
                 group.append(part)
                 if len(group) == _GROUP:
                     _flush(out, group, self.dtype)
-                    _step(stop)
+                    between_steps(stop)
         _flush(out, group, self.dtype)
 
 
-def _step(stop: Callable[[], bool] | None) -> None:
+def between_steps(stop: Callable[[], bool] | None) -> None:
+    """Call a write's `stop` (see `write_columns`): WriteStopped when it says to stop."""
     if stop is not None and stop():
         raise WriteStopped("the snapshot write was stopped")
 

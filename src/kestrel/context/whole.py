@@ -23,7 +23,7 @@ from kestrel.context.reader import RANKED_KINDS
 from kestrel.context.record import FileRecord
 from kestrel.context.snapshot import Snapshot, SnapshotUnusable, snapshot_path
 from kestrel.context.snapshot_merge import write_merged
-from kestrel.context.snapshot_write import SnapshotInput, write_snapshot
+from kestrel.context.snapshot_write import SnapshotInput, between_steps, write_snapshot
 
 WHOLE_MIN_FILES = 20_000
 """An index read whole with at least this many files is served from its snapshot at once; a
@@ -82,13 +82,15 @@ def written_whole(
         held = [r for r in records.values() if r.snapshot_slot is None]
         stored = stored_part(store, held) if held else {}
         del held
+        between_steps(stop)
         ranked = [stored.get(r.path, r) for r in records.values() if r.kind in RANKED_KINDS]
         others = [stored.get(r.path, r) for r in records.values() if r.kind not in RANKED_KINDS]
         del stored
+        between_steps(stop)
         data = snapshot_input(store, vocab, ranked, others, None, point)
         del ranked, others
         write_merged(target, data, stop)
         assert data.nonce is not None
-        return restored(target, data.nonce, has_vectors)
+        return restored(target, data.nonce, has_vectors, stop)
     except (SnapshotUnusable, OSError, ValueError):
         return None
