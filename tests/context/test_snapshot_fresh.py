@@ -1,4 +1,4 @@
-"""Files changed since the served snapshot are written into a new one, and served from it."""
+"""The index's snapshot kept fresh: changed files are written into a new one, and served."""
 
 from __future__ import annotations
 
